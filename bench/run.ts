@@ -1,0 +1,173 @@
+/**
+ * `npm run bench [-- --json] [--shapes chain,layered] [--sizes 100,1000] [--delays 0,0.2] [--workers 2]`
+ *
+ * Runs create -> update all in place -> replace all -> delete of generated
+ * OS::Heat::TestResource stacks through the service layer, with real worker
+ * processes, on a dedicated embedded PostgreSQL (.data/bench-pg) or on the
+ * database of DATABASE_URL (emptied first!). Prints wall seconds, ms per
+ * resource, nodes per second, wall / critical path, and database
+ * transactions per graph node.
+ */
+import { spawn, type ChildProcess } from 'node:child_process'
+import path from 'node:path'
+import pg from 'pg'
+import { childEnv, env } from '../lib/env'
+import { startEmbeddedPostgres } from '../lib/db/embedded'
+import { ensureDatabase } from '../lib/db/bootstrap'
+import { applyMigrations } from '../lib/db/migrate'
+import { createDb } from '../lib/db/client'
+import { builtinTypes, createRegistry, typeCatalog } from '../lib/resources/registry'
+import { createStackService } from '../lib/services/stacks'
+import { benchTemplate, criticalPathNodes, type Shape } from './shapes'
+
+interface Args {
+  json: boolean
+  shapes: Shape[]
+  sizes: number[]
+  delays: number[]
+  workers: number
+}
+
+function parseArgs(argv: string[]): Args {
+  const get = (flag: string) => {
+    const i = argv.indexOf(flag)
+    return i >= 0 ? argv[i + 1] : undefined
+  }
+  return {
+    json: argv.includes('--json'),
+    shapes: (get('--shapes') ?? 'chain,wide,layered').split(',') as Shape[],
+    sizes: (get('--sizes') ?? '100,1000,10000').split(',').map(Number),
+    delays: (get('--delays') ?? '0,0.2').split(',').map(Number),
+    workers: Number(get('--workers') ?? 2),
+  }
+}
+
+type PhaseName = 'create' | 'update' | 'replace' | 'delete'
+
+interface Row {
+  shape: Shape
+  n: number
+  delay: number
+  phase: PhaseName
+  wallS: number
+  msPerResource: number
+  nodesPerS: number
+  nodes: number
+  criticalPathS: number | null
+  wallOverCritical: number | null
+  txnsPerNode: number
+}
+
+async function main() {
+  const args = parseArgs(process.argv.slice(2))
+  const e = env()
+  let url = e.DATABASE_URL
+  let stopPg = async () => {}
+  if (!url) {
+    const cluster = await startEmbeddedPostgres({ dataDir: path.join(e.KILN_DATA_DIR, 'bench-pg') })
+    await ensureDatabase(cluster.adminUrl, 'kiln_bench')
+    url = cluster.databaseUrl('kiln_bench')
+    stopPg = async () => {
+      if (cluster.startedHere) await cluster.stop()
+    }
+  }
+  await applyMigrations(url)
+  const db = createDb(url, { max: 4 })
+  await db.pool.query(`TRUNCATE stack, project, worker, job CASCADE`)
+  const { rows } = await db.pool.query(`INSERT INTO project (name) VALUES ('bench') RETURNING id`)
+  const actor = { projectId: rows[0].id as string, name: 'bench' }
+  const registry = createRegistry(builtinTypes())
+  const services = createStackService({ db, catalog: typeCatalog(registry), types: registry, limits: { maxTemplateBytes: 64 << 20, maxResourcesPerStack: 100_000 }, defaultTimeoutMins: 120 })
+
+  const workers: ChildProcess[] = []
+  for (let i = 0; i < args.workers; i++) {
+    workers.push(
+      spawn(process.execPath, ['--import', 'tsx', 'worker/main.ts'], {
+        env: childEnv({ DATABASE_URL: url, KILN_LOG_LEVEL: 'warn', KILN_WORKER_CONCURRENCY: '64' }),
+        stdio: ['ignore', 'inherit', 'inherit'],
+      }),
+    )
+  }
+  const listener = new pg.Client({ connectionString: url })
+  await listener.connect()
+  await listener.query('LISTEN kiln_events')
+  let wake: (() => void) | null = null
+  listener.on('notification', () => wake?.())
+
+  const waitDone = async (stackId: string): Promise<string> => {
+    for (;;) {
+      const notified = new Promise<void>((r) => (wake = r))
+      const { rows: s } = await db.pool.query('SELECT action, status, status_reason FROM stack WHERE id = $1', [stackId])
+      if (s[0].status !== 'IN_PROGRESS') return `${s[0].action}_${s[0].status}`
+      await Promise.race([notified, new Promise((r) => setTimeout(r, 1000))])
+    }
+  }
+  const txns = async () => Number((await db.pool.query(`SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()`)).rows[0].xact_commit)
+  const nodesOf = async (traversalId: string | null) => (traversalId ? Number((await db.pool.query('SELECT node_count FROM traversal WHERE id = $1', [traversalId])).rows[0].node_count) : 0)
+
+  // Wait for the workers to register.
+  for (;;) {
+    const { rows: w } = await db.pool.query(`SELECT count(*)::int AS n FROM worker WHERE stopped_at IS NULL`)
+    if (w[0].n >= args.workers) break
+    await new Promise((r) => setTimeout(r, 100))
+  }
+
+  const results: Row[] = []
+  let k = 0
+  for (const shape of args.shapes)
+    for (const n of args.sizes)
+      for (const delay of args.delays) {
+        if (delay > 0 && n > 1000) continue // 10,000 x 0.2 s is a different benchmark (hours of sleeping per chain)
+        const name = `b${k++}-${shape}-${n}`
+        const phases: [PhaseName, () => Promise<{ traversalId: string | null; stack: { id: string } }>][] = [
+          ['create', () => services.create(actor, { name, template: benchTemplate(shape, n, delay, { value: 'a', replace: false }) })],
+          ['update', () => services.update(actor, name, { template: benchTemplate(shape, n, delay, { value: 'b', replace: false }) })],
+          ['replace', () => services.update(actor, name, { template: benchTemplate(shape, n, delay, { value: 'c', replace: true }) })],
+          ['delete', () => services.delete(actor, name)],
+        ]
+        for (const [phase, run] of phases) {
+          const t0 = await txns()
+          const started = performance.now()
+          const res = await run()
+          const outcome = await waitDone(res.stack.id)
+          const wallS = (performance.now() - started) / 1000
+          const nodes = await nodesOf(res.traversalId)
+          const t1 = await txns()
+          const cpNodes = criticalPathNodes(shape, n) * (phase === 'replace' ? 2 : 1)
+          const criticalPathS = delay > 0 ? cpNodes * delay : null
+          const row: Row = {
+            shape,
+            n,
+            delay,
+            phase,
+            wallS: round(wallS, 3),
+            msPerResource: round((wallS * 1000) / n, 3),
+            nodesPerS: round(nodes / wallS, 0),
+            nodes,
+            criticalPathS,
+            wallOverCritical: criticalPathS ? round(wallS / criticalPathS, 3) : null,
+            txnsPerNode: round((t1 - t0) / Math.max(1, nodes), 2),
+          }
+          results.push(row)
+          if (!args.json) console.log(`${shape.padEnd(8)} n=${String(n).padEnd(6)} D=${delay}s ${phase.padEnd(8)} ${outcome.padEnd(18)} wall ${row.wallS.toFixed(2)} s  ${row.msPerResource.toFixed(2)} ms/res  ${row.nodesPerS} nodes/s  ${row.wallOverCritical ? `wall/cp ${row.wallOverCritical}` : ''}  ${row.txnsPerNode} txn/node`)
+          if (!outcome.endsWith('COMPLETE')) throw new Error(`${name} ${phase} ended ${outcome}`)
+        }
+      }
+  if (args.json) console.log(JSON.stringify({ machine: { cpus: (await import('node:os')).cpus().length, node: process.version }, workers: args.workers, results }, null, 2))
+
+  for (const w of workers) w.kill('SIGTERM')
+  await Promise.all(workers.map((w) => new Promise((r) => w.once('exit', r))))
+  await listener.end()
+  await db.close()
+  await stopPg()
+}
+
+function round(v: number, digits: number) {
+  const f = 10 ** digits
+  return Math.round(v * f) / f
+}
+
+main().catch((err) => {
+  console.error(err)
+  process.exit(1)
+})

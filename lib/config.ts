@@ -1,0 +1,19 @@
+/**
+ * Turning the parsed environment into the options each part takes, in one
+ * place, so the web server, the worker and the tests build them alike.
+ */
+import path from 'node:path'
+import type { Env } from './env'
+import type { Limits } from './services/templates'
+import type { ResourceTypeConfig } from './resources/types'
+
+export function limitsFrom(e: Env): Limits {
+  return { maxTemplateBytes: e.KILN_MAX_TEMPLATE_BYTES, maxResourcesPerStack: e.KILN_MAX_RESOURCES_PER_STACK }
+}
+
+export function typeConfigFrom(e: Env, databaseUrl: string): ResourceTypeConfig {
+  return {
+    workspaceDir: path.resolve(e.KILN_WORKSPACE_DIR ?? path.join(e.KILN_DATA_DIR, 'workspace')),
+    targetDatabaseUrl: e.KILN_TARGET_DATABASE_URL ?? databaseUrl,
+  }
+}

@@ -1,0 +1,46 @@
+/**
+ * Which PostgreSQL to use: DATABASE_URL when set, otherwise the embedded
+ * cluster under the data directory (started if it is not running).
+ */
+import path from 'node:path'
+import pg from 'pg'
+import type { Env } from '../env'
+import { startEmbeddedPostgres } from './embedded'
+
+export interface ResolvedDatabase {
+  url: string
+  embedded: boolean
+  /** Stop what this call started (nothing for DATABASE_URL or a cluster that was already running). */
+  release(): Promise<void>
+}
+
+export const EMBEDDED_DB_NAME = 'kiln'
+
+/** CREATE DATABASE unless it exists (safe to race: a duplicate error is ignored). */
+export async function ensureDatabase(adminUrl: string, name: string): Promise<void> {
+  const client = new pg.Client({ connectionString: adminUrl })
+  await client.connect()
+  try {
+    const found = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name])
+    if (found.rowCount === 0) {
+      await client.query(`CREATE DATABASE "${name.replace(/"/g, '""')}"`).catch((err: { code?: string }) => {
+        if (err.code !== '42P04' && err.code !== '23505') throw err
+      })
+    }
+  } finally {
+    await client.end()
+  }
+}
+
+export async function resolveDatabase(e: Env, opts: { log?: (line: string) => void } = {}): Promise<ResolvedDatabase> {
+  if (e.DATABASE_URL) return { url: e.DATABASE_URL, embedded: false, release: async () => {} }
+  const running = await startEmbeddedPostgres({ dataDir: path.join(e.KILN_DATA_DIR, 'pg'), port: e.EMBEDDED_PG_PORT, log: opts.log })
+  await ensureDatabase(running.adminUrl, EMBEDDED_DB_NAME)
+  return {
+    url: running.databaseUrl(EMBEDDED_DB_NAME),
+    embedded: true,
+    release: async () => {
+      if (running.startedHere) await running.stop()
+    },
+  }
+}

@@ -1,0 +1,70 @@
+/**
+ * Database handles. A process creates one `Db` from its DATABASE_URL and
+ * passes it down; only lib/db imports pg and Prisma.
+ *
+ * - `pool`: node-postgres, used by the hot path (lib/db/queries): engine
+ *   functions, the queue, LISTEN/NOTIFY.
+ * - `prisma`: Prisma Client over the same pool (driver adapter), used for
+ *   ordinary reads and writes (lists, projects, tokens).
+ */
+import { PrismaPg } from '@prisma/adapter-pg'
+import pg from 'pg'
+import { PrismaClient } from './generated/client'
+
+// BIGINT (job ids, event seq) as strings would leak into every caller; our values fit in 2^53.
+pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v))
+
+export interface Db {
+  pool: pg.Pool
+  prisma: PrismaClient
+  url: string
+  close(): Promise<void>
+}
+
+export interface DbOptions {
+  /** Connections in the pool (default 10). */
+  max?: number
+  application?: string
+}
+
+export function createDb(url: string, opts: DbOptions = {}): Db {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: opts.max ?? 10,
+    application_name: opts.application ?? 'kiln',
+    idleTimeoutMillis: 30_000,
+  })
+  // An idle client losing its connection (e.g. a database restart) must not crash the process.
+  pool.on('error', () => {})
+  const prisma = new PrismaClient({ adapter: new PrismaPg(pool) })
+  let closed = false
+  return {
+    pool,
+    prisma,
+    url,
+    async close() {
+      if (closed) return
+      closed = true
+      await prisma.$disconnect().catch(() => {})
+      await pool.end().catch(() => {})
+    },
+  }
+}
+
+/** Run `fn` in a transaction on one pooled client (BEGIN … COMMIT, ROLLBACK on error). */
+export async function withTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect()
+  try {
+    await client.query('BEGIN')
+    const out = await fn(client)
+    await client.query('COMMIT')
+    return out
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => {})
+    throw err
+  } finally {
+    client.release()
+  }
+}
+
+export type Queryable = Pick<pg.Pool, 'query'> | pg.PoolClient

@@ -1,0 +1,13 @@
+-- Indexes and constraints the Prisma schema language cannot express.
+
+-- A live stack name is unique within its project; deleted stacks keep their name.
+CREATE UNIQUE INDEX IF NOT EXISTS stack_project_live_name_key ON stack (project_id, name) WHERE deleted_at IS NULL;
+
+-- The claim query scans only available jobs, oldest first.
+CREATE INDEX IF NOT EXISTS job_available_idx ON job (id) WHERE locked_by IS NULL;
+
+-- The sweeper looks for locks whose lease ran out.
+CREATE INDEX IF NOT EXISTS resource_locked_lease_idx ON resource (lease_expires_at) WHERE engine_id IS NOT NULL;
+
+-- Traversals still running (sweeper: deadlines, lost messages).
+CREATE INDEX IF NOT EXISTS traversal_running_idx ON traversal (deadline) WHERE outcome IS NULL;

@@ -1,0 +1,227 @@
+-- kiln_finish_node: a worker is done with a node. One round trip, one
+-- transaction, under the stack row lock:
+--
+--   1. release the row's lock, writing its new state (guarded: the lock must
+--      still be ours — a lock broken after our lease ran out is not ours);
+--   2. retrigger the newer traversal's node that found the row locked, if any
+--      (every exit path of a lock holder — success, failure, timeout, abort,
+--      replacement — comes through here or kiln_replace_node);
+--   3. if the traversal is still current:
+--        failure -> the traversal is failing; when nothing is in flight the
+--                   stack is FAILED (and a rollback job queued if enabled);
+--        success -> report to each successor's sync point (one sync_input row
+--                   per edge: O(edges) in total); the report that completes a
+--                   node's set makes it READY and inserts its job (the first
+--                   one pre-claimed by this worker when p_result.claim, so it
+--                   can continue without a queue hop); a root counts down the
+--                   traversal, and the last one completes it.
+--
+-- p_result: { ok, reason, set: {column: value, …}, resource_event, payload,
+--             successors: [[rid, is_update], …] (cast order), is_root, claim, deleted }
+
+CREATE OR REPLACE FUNCTION kiln_retrigger_waiter(p_stack stack, p_rid int, p_trav uuid, p_upd boolean) RETURNS jsonb LANGUAGE plpgsql AS $$
+DECLARE
+  v_name text;
+BEGIN
+  IF p_trav IS NULL OR p_stack.current_traversal_id IS DISTINCT FROM p_trav THEN RETURN NULL; END IF;
+  UPDATE sync_point SET state = 'READY', actor_id = NULL, updated_at = now()
+   WHERE traversal_id = p_trav AND resource_id = p_rid AND is_update = p_upd AND state = 'BLOCKED';
+  IF NOT FOUND THEN RETURN NULL; END IF;
+  INSERT INTO job (kind, stack_id, traversal_id, resource_id, is_update) VALUES ('check_resource', p_stack.id, p_trav, p_rid, p_upd);
+  SELECT name INTO v_name FROM resource WHERE id = p_rid;
+  RETURN kiln_ev('node', p_trav, p_rid, v_name, NULL, NULL, NULL, 'retriggered: the older traversal released the lock',
+                 jsonb_build_object('rid', p_rid, 'update', p_upd, 'state', 'READY', 'retriggered', true));
+END $$;
+
+-- When a failing traversal has nothing left in flight: stack FAILED, the rest
+-- of its queue dropped, and (if the stack rolls back on failure) a rollback job.
+CREATE OR REPLACE FUNCTION kiln_maybe_finish_failed(p_stack uuid, p_trav uuid) RETURNS boolean LANGUAGE plpgsql AS $$
+DECLARE
+  t traversal%ROWTYPE;
+  s stack%ROWTYPE;
+  v_reason text;
+BEGIN
+  SELECT * INTO t FROM traversal WHERE id = p_trav;
+  IF t.outcome IS NOT NULL OR t.failure_reason IS NULL THEN RETURN false; END IF;
+  IF EXISTS (SELECT 1 FROM job WHERE traversal_id = p_trav AND kind = 'check_resource' AND locked_by IS NOT NULL) THEN
+    RETURN false;
+  END IF;
+  v_reason := t.failure_reason;
+  UPDATE stack SET status = 'FAILED', status_reason = v_reason
+   WHERE id = p_stack AND current_traversal_id = p_trav AND status = 'IN_PROGRESS' RETURNING * INTO s;
+  IF NOT FOUND THEN RETURN false; END IF;
+  UPDATE traversal SET outcome = 'FAILED', outcome_reason = v_reason, ended_at = now() WHERE id = p_trav;
+  DELETE FROM job WHERE traversal_id = p_trav AND kind = 'check_resource';
+  UPDATE sync_point SET state = 'SKIPPED', updated_at = now() WHERE traversal_id = p_trav AND state IN ('WAITING', 'READY', 'BLOCKED');
+  PERFORM kiln_emit(p_stack, jsonb_build_array(kiln_ev('stack', p_trav, NULL, NULL, NULL, s.action, 'FAILED', v_reason, NULL)));
+  IF NOT s.disable_rollback AND t.action IN ('CREATE', 'UPDATE') THEN
+    INSERT INTO job (kind, stack_id, traversal_id) VALUES ('rollback', p_stack, p_trav);
+    PERFORM pg_notify('kiln_jobs', '');
+  END IF;
+  RETURN true;
+END $$;
+
+-- The last root reported: the stack is COMPLETE. Rows deleted by this (or an
+-- earlier) traversal are purged; a DELETE traversal soft-deletes the stack.
+CREATE OR REPLACE FUNCTION kiln_complete_traversal(p_stack uuid, p_trav uuid) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+  t traversal%ROWTYPE;
+  s stack%ROWTYPE;
+  v_reason text;
+BEGIN
+  SELECT * INTO t FROM traversal WHERE id = p_trav;
+  v_reason := 'Stack ' || t.action || ' completed successfully';
+  UPDATE stack SET status = 'COMPLETE', status_reason = v_reason,
+         last_good_template_id = CASE WHEN t.action IN ('DELETE', 'CHECK') THEN last_good_template_id ELSE t.raw_template_id END,
+         deleted_at = CASE WHEN t.action = 'DELETE' THEN now() ELSE deleted_at END
+   WHERE id = p_stack AND current_traversal_id = p_trav AND status = 'IN_PROGRESS' RETURNING * INTO s;
+  IF NOT FOUND THEN RETURN; END IF;
+  UPDATE traversal SET outcome = 'COMPLETE', outcome_reason = v_reason, ended_at = now() WHERE id = p_trav;
+  PERFORM kiln_emit(p_stack, jsonb_build_array(kiln_ev('stack', p_trav, NULL, NULL, NULL, s.action, 'COMPLETE', v_reason, NULL)));
+  DELETE FROM resource WHERE stack_id = p_stack AND action = 'DELETE' AND status = 'COMPLETE' AND engine_id IS NULL;
+  DELETE FROM sync_input WHERE traversal_id = p_trav;
+  DELETE FROM sync_point WHERE traversal_id = p_trav;
+END $$;
+
+CREATE OR REPLACE FUNCTION kiln_finish_node(p_job bigint, p_worker uuid, p_result jsonb) RETURNS jsonb LANGUAGE plpgsql AS $$
+DECLARE
+  j job%ROWTYPE;
+  s stack%ROWTYPE;
+  t traversal%ROWTYPE;
+  r resource%ROWTYPE;
+  v_sp sync_point%ROWTYPE;
+  v_new job%ROWTYPE;
+  v_set jsonb := coalesce(p_result->'set', '{}');
+  v_ok boolean := coalesce((p_result->>'ok')::boolean, false);
+  v_key int;
+  v_node jsonb;
+  v_events jsonb := '[]';
+  v_ev jsonb;
+  v_waiter_trav uuid;
+  v_waiter_upd boolean;
+  v_succ jsonb;
+  v_srid int;
+  v_supd boolean;
+  v_claim boolean := coalesce((p_result->>'claim')::boolean, false);
+  v_claimed jsonb;
+  v_queued int := 0;
+  v_pending int;
+  v_failed_done boolean := false;
+BEGIN
+  SELECT * INTO j FROM job WHERE id = p_job;
+  IF NOT FOUND OR j.locked_by IS DISTINCT FROM p_worker THEN
+    -- Already finished (a retry after a lost reply) or taken away by the sweeper.
+    RETURN jsonb_build_object('outcome', 'gone');
+  END IF;
+  SELECT * INTO s FROM stack WHERE id = j.stack_id FOR NO KEY UPDATE;
+  SELECT * INTO r FROM resource WHERE id = j.resource_id FOR UPDATE;
+  IF NOT FOUND OR r.engine_id IS DISTINCT FROM p_worker THEN
+    -- Our lease ran out and the lock was broken; whoever broke it re-runs the node.
+    DELETE FROM job WHERE id = p_job;
+    RETURN jsonb_build_object('outcome', 'lock_lost');
+  END IF;
+  v_waiter_trav := r.waiter_traversal_id;
+  v_waiter_upd := r.waiter_is_update;
+  v_key := coalesce(j.graph_key_id, j.resource_id);
+  v_node := jsonb_build_object('rid', v_key, 'update', j.is_update, 'actor', r.id);
+
+  UPDATE resource SET
+    action = coalesce(v_set->>'action', action),
+    status = coalesce(v_set->>'status', status),
+    status_reason = coalesce(v_set->>'status_reason', status_reason),
+    type = coalesce(v_set->>'type', type),
+    physical_id = CASE WHEN v_set ? 'physical_id' THEN v_set->>'physical_id' ELSE physical_id END,
+    properties = CASE WHEN v_set ? 'properties' THEN v_set->'properties' ELSE properties END,
+    attributes = CASE WHEN v_set ? 'attributes' THEN v_set->'attributes' ELSE attributes END,
+    data = CASE WHEN v_set ? 'data' THEN v_set->'data' ELSE data END,
+    requires = CASE WHEN v_set ? 'requires' THEN ARRAY(SELECT jsonb_array_elements_text(v_set->'requires')::int) ELSE requires END,
+    current_template_id = CASE WHEN v_set ? 'current_template_id' THEN (v_set->>'current_template_id')::uuid ELSE current_template_id END,
+    deletion_policy = coalesce(v_set->>'deletion_policy', deletion_policy),
+    replaced_by = CASE WHEN coalesce((v_set->>'clear_replaced_by')::boolean, false) THEN NULL ELSE replaced_by END,
+    engine_id = NULL, lock_traversal_id = NULL, lease_expires_at = NULL,
+    waiter_traversal_id = NULL, waiter_is_update = NULL,
+    atomic_key = atomic_key + 1, updated_at = now()
+  WHERE id = r.id RETURNING * INTO r;
+  DELETE FROM job WHERE id = p_job;
+
+  IF coalesce((p_result->>'deleted')::boolean, false) THEN
+    -- The replaced row is gone: its replacement no longer replaces anything (Heat's _update_replacement_data).
+    UPDATE resource SET replaces = NULL
+     WHERE stack_id = s.id AND replaces = r.id
+       AND current_template_id = (SELECT raw_template_id FROM traversal WHERE id = j.traversal_id);
+  END IF;
+
+  v_events := v_events || kiln_ev(CASE WHEN coalesce((p_result->>'resource_event')::boolean, false) THEN 'resource' ELSE 'node' END,
+    j.traversal_id, r.id, r.name, r.physical_id,
+    CASE WHEN coalesce((p_result->>'resource_event')::boolean, false) THEN r.action END,
+    CASE WHEN coalesce((p_result->>'resource_event')::boolean, false) THEN r.status END,
+    coalesce(p_result->>'reason', CASE WHEN v_ok THEN 'done' ELSE 'failed' END),
+    v_node || jsonb_build_object('state', CASE WHEN v_ok THEN 'DONE' ELSE 'FAILED' END, 'lock', 'released',
+                                 'stale', s.current_traversal_id IS DISTINCT FROM j.traversal_id)
+           || coalesce(p_result->'event_data', '{}'));
+
+  IF s.current_traversal_id IS NOT DISTINCT FROM j.traversal_id THEN
+    SELECT * INTO t FROM traversal WHERE id = j.traversal_id;
+    IF NOT v_ok THEN
+      UPDATE sync_point SET state = 'FAILED', updated_at = now()
+       WHERE traversal_id = t.id AND resource_id = v_key AND is_update = j.is_update;
+      IF t.failure_reason IS NULL THEN
+        UPDATE traversal SET failure_reason = coalesce(p_result->>'reason', 'resource failed') WHERE id = t.id;
+        v_events := v_events || kiln_ev('stack', t.id, NULL, NULL, NULL, t.action, 'IN_PROGRESS',
+          'failing: ' || coalesce(p_result->>'reason', 'resource failed'), jsonb_build_object('failing', true));
+      END IF;
+      v_failed_done := true;
+    ELSE
+      UPDATE sync_point SET state = 'DONE', actor_id = r.id, updated_at = now()
+       WHERE traversal_id = t.id AND resource_id = v_key AND is_update = j.is_update;
+      IF t.failure_reason IS NOT NULL THEN
+        v_failed_done := true;
+      ELSE
+        FOR v_succ IN SELECT value FROM jsonb_array_elements(coalesce(p_result->'successors', '[]')) LOOP
+          v_srid := (v_succ->>0)::int;
+          v_supd := (v_succ->>1)::boolean;
+          INSERT INTO sync_input (traversal_id, resource_id, is_update, sender_id, sender_is_update, payload)
+          VALUES (t.id, v_srid, v_supd, v_key, j.is_update, CASE WHEN v_supd THEN p_result->'payload' END)
+          ON CONFLICT DO NOTHING;
+          CONTINUE WHEN NOT FOUND;
+          UPDATE sync_point SET satisfied = satisfied + 1,
+                 state = CASE WHEN satisfied + 1 >= required AND state = 'WAITING' THEN 'READY' ELSE state END,
+                 updated_at = now()
+           WHERE traversal_id = t.id AND resource_id = v_srid AND is_update = v_supd
+           RETURNING * INTO v_sp;
+          CONTINUE WHEN NOT FOUND;
+          IF v_sp.state = 'READY' AND v_sp.satisfied = v_sp.required THEN
+            INSERT INTO job (kind, stack_id, traversal_id, resource_id, is_update, locked_by, locked_at, attempts)
+            VALUES ('check_resource', s.id, t.id, v_srid, v_supd,
+                    CASE WHEN v_claim THEN p_worker END, CASE WHEN v_claim THEN now() END, CASE WHEN v_claim THEN 1 ELSE 0 END)
+            RETURNING * INTO v_new;
+            IF v_claim THEN
+              v_claimed := to_jsonb(v_new);
+              v_claim := false;
+            ELSE
+              v_queued := v_queued + 1;
+            END IF;
+          END IF;
+          v_events := v_events || kiln_ev('node', t.id, v_srid, NULL, NULL, NULL, NULL,
+            CASE WHEN v_sp.state = 'READY' THEN 'ready' ELSE 'input reported' END,
+            jsonb_build_object('rid', v_srid, 'update', v_supd, 'state', v_sp.state, 'satisfied', v_sp.satisfied,
+                               'required', v_sp.required, 'from', r.name));
+        END LOOP;
+        IF coalesce((p_result->>'is_root')::boolean, false) THEN
+          UPDATE traversal SET roots_pending = roots_pending - 1 WHERE id = t.id RETURNING roots_pending INTO v_pending;
+        END IF;
+      END IF;
+    END IF;
+  END IF;
+
+  v_ev := kiln_retrigger_waiter(s, r.id, v_waiter_trav, v_waiter_upd);
+  IF v_ev IS NOT NULL THEN
+    v_events := v_events || v_ev;
+    v_queued := v_queued + 1;
+  END IF;
+  PERFORM kiln_emit(s.id, v_events);
+  IF v_pending = 0 THEN PERFORM kiln_complete_traversal(s.id, j.traversal_id); END IF;
+  IF v_failed_done THEN PERFORM kiln_maybe_finish_failed(s.id, j.traversal_id); END IF;
+  IF v_queued > 0 THEN PERFORM pg_notify('kiln_jobs', ''); END IF;
+  RETURN jsonb_build_object('outcome', 'ok', 'claimed', v_claimed, 'queued', v_queued);
+END $$;

@@ -1,0 +1,110 @@
+-- kiln_replace_node: an update node found that its row must be replaced
+-- (create-before-delete). In one transaction: insert the replacement row
+-- (INIT, `replaces` = old), point the old row's `replaced_by` at it, release the
+-- old row unchanged (it stays visible until its cleanup node deletes it), and
+-- hand the node to a job for the new row. The new row *impersonates* the old
+-- row's graph node: its successors and the stack hear from the node they wait for.
+--
+-- p_spec: { type, requires: [ids], reason, claim, holds_lock }
+-- holds_lock = false for the "row is being deleted by an older traversal" case,
+-- where the old row stays locked by that traversal's worker.
+
+CREATE OR REPLACE FUNCTION kiln_replace_node(p_job bigint, p_worker uuid, p_spec jsonb) RETURNS jsonb LANGUAGE plpgsql AS $$
+DECLARE
+  j job%ROWTYPE;
+  s stack%ROWTYPE;
+  t traversal%ROWTYPE;
+  r resource%ROWTYPE;
+  v_new resource%ROWTYPE;
+  v_job job%ROWTYPE;
+  v_holds boolean := coalesce((p_spec->>'holds_lock')::boolean, true);
+  v_claim boolean := coalesce((p_spec->>'claim')::boolean, false);
+  v_key int;
+  v_events jsonb := '[]';
+  v_ev jsonb;
+  v_waiter_trav uuid;
+  v_waiter_upd boolean;
+BEGIN
+  SELECT * INTO j FROM job WHERE id = p_job;
+  IF NOT FOUND OR j.locked_by IS DISTINCT FROM p_worker THEN RETURN jsonb_build_object('outcome', 'gone'); END IF;
+  SELECT * INTO s FROM stack WHERE id = j.stack_id FOR NO KEY UPDATE;
+  SELECT * INTO r FROM resource WHERE id = j.resource_id FOR UPDATE;
+  IF v_holds AND r.engine_id IS DISTINCT FROM p_worker THEN
+    DELETE FROM job WHERE id = p_job;
+    RETURN jsonb_build_object('outcome', 'lock_lost');
+  END IF;
+  v_key := coalesce(j.graph_key_id, j.resource_id);
+  v_waiter_trav := CASE WHEN v_holds THEN r.waiter_traversal_id END;
+  v_waiter_upd := CASE WHEN v_holds THEN r.waiter_is_update END;
+  IF v_holds THEN
+    UPDATE resource SET engine_id = NULL, lock_traversal_id = NULL, lease_expires_at = NULL,
+           waiter_traversal_id = NULL, waiter_is_update = NULL, atomic_key = atomic_key + 1, updated_at = now()
+     WHERE id = r.id;
+  END IF;
+  DELETE FROM job WHERE id = p_job;
+
+  IF s.current_traversal_id IS DISTINCT FROM j.traversal_id THEN
+    -- Superseded while we were deciding: the newer traversal decides for itself.
+    v_ev := kiln_retrigger_waiter(s, r.id, v_waiter_trav, v_waiter_upd);
+    IF v_ev IS NOT NULL THEN
+      PERFORM kiln_emit(s.id, jsonb_build_array(v_ev));
+      PERFORM pg_notify('kiln_jobs', '');
+    END IF;
+    RETURN jsonb_build_object('outcome', 'stale');
+  END IF;
+
+  SELECT * INTO t FROM traversal WHERE id = j.traversal_id;
+  INSERT INTO resource (stack_id, name, type, action, status, current_template_id, requires, replaces, last_traversal_id)
+  VALUES (s.id, r.name, coalesce(p_spec->>'type', r.type), 'INIT', 'COMPLETE', t.raw_template_id,
+          ARRAY(SELECT jsonb_array_elements_text(coalesce(p_spec->'requires', '[]'))::int), r.id, t.id)
+  RETURNING * INTO v_new;
+  UPDATE resource SET replaced_by = v_new.id, atomic_key = atomic_key + 1 WHERE id = r.id;
+  UPDATE sync_point SET state = 'READY', actor_id = v_new.id, updated_at = now()
+   WHERE traversal_id = t.id AND resource_id = v_key AND is_update = true;
+  INSERT INTO job (kind, stack_id, traversal_id, resource_id, is_update, graph_key_id, locked_by, locked_at, attempts)
+  VALUES ('check_resource', s.id, t.id, v_new.id, true, v_key,
+          CASE WHEN v_claim THEN p_worker END, CASE WHEN v_claim THEN now() END, CASE WHEN v_claim THEN 1 ELSE 0 END)
+  RETURNING * INTO v_job;
+  v_events := v_events || kiln_ev('node', t.id, r.id, r.name, r.physical_id, NULL, NULL,
+    'replaced: ' || coalesce(p_spec->>'reason', 'replacement required'),
+    jsonb_build_object('rid', v_key, 'update', true, 'state', 'READY', 'replaced_by', v_new.id, 'lock', CASE WHEN v_holds THEN 'released' END));
+  v_ev := kiln_retrigger_waiter(s, r.id, v_waiter_trav, v_waiter_upd);
+  IF v_ev IS NOT NULL THEN v_events := v_events || v_ev; END IF;
+  PERFORM kiln_emit(s.id, v_events);
+  IF NOT v_claim OR v_ev IS NOT NULL THEN PERFORM pg_notify('kiln_jobs', ''); END IF;
+  RETURN jsonb_build_object('outcome', 'ok', 'replacement', to_jsonb(v_new), 'claimed', CASE WHEN v_claim THEN to_jsonb(v_job) END);
+END $$;
+
+-- An in-place update is about to start: show UPDATE_IN_PROGRESS (creates and
+-- deletes are recorded when the lock is taken; updates only once we know the
+-- node really changes something).
+CREATE OR REPLACE FUNCTION kiln_mark_in_progress(p_job bigint, p_worker uuid, p_action text) RETURNS boolean LANGUAGE plpgsql AS $$
+DECLARE
+  j job%ROWTYPE;
+  r resource%ROWTYPE;
+BEGIN
+  SELECT * INTO j FROM job WHERE id = p_job;
+  IF NOT FOUND OR j.locked_by IS DISTINCT FROM p_worker THEN RETURN false; END IF;
+  PERFORM 1 FROM stack WHERE id = j.stack_id FOR NO KEY UPDATE;
+  UPDATE resource SET action = p_action, status = 'IN_PROGRESS', status_reason = 'state changed',
+         atomic_key = atomic_key + 1, updated_at = now()
+   WHERE id = j.resource_id AND engine_id = p_worker RETURNING * INTO r;
+  IF NOT FOUND THEN RETURN false; END IF;
+  PERFORM kiln_emit(j.stack_id, jsonb_build_array(kiln_ev('resource', j.traversal_id, r.id, r.name, r.physical_id, r.action, r.status,
+    'state changed', jsonb_build_object('rid', coalesce(j.graph_key_id, r.id), 'update', j.is_update, 'state', 'RUNNING'))));
+  RETURN true;
+END $$;
+
+-- Progress reported by a resource action (throttled by the worker).
+CREATE OR REPLACE FUNCTION kiln_node_progress(p_job bigint, p_worker uuid, p_message text, p_fraction double precision) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+  j job%ROWTYPE;
+  r resource%ROWTYPE;
+BEGIN
+  SELECT * INTO j FROM job WHERE id = p_job;
+  IF NOT FOUND OR j.locked_by IS DISTINCT FROM p_worker THEN RETURN; END IF;
+  PERFORM 1 FROM stack WHERE id = j.stack_id FOR NO KEY UPDATE;
+  SELECT * INTO r FROM resource WHERE id = j.resource_id;
+  PERFORM kiln_emit(j.stack_id, jsonb_build_array(kiln_ev('progress', j.traversal_id, r.id, r.name, r.physical_id, NULL, NULL, p_message,
+    jsonb_build_object('rid', coalesce(j.graph_key_id, r.id), 'update', j.is_update, 'fraction', p_fraction))));
+END $$;

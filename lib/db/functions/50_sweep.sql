@@ -1,0 +1,131 @@
+-- The sweeper: what keeps a traversal from ever stalling (Heat §6.2: a lost
+-- message or a dead engine leaves Heat's stack IN_PROGRESS forever). Every
+-- worker runs it on a timer (the earliest lease or deadline, with jitter); it is
+-- idempotent and serialised per stack by the stack row lock.
+--
+--   a. locks whose lease ran out (the holder stopped heartbeating): broken, the
+--      row marked FAILED, a waiting newer node retriggered, and the holder's own
+--      node re-run if its traversal is still current;
+--   b. jobs claimed by workers that stopped heartbeating: returned to the queue;
+--   c. traversals past their deadline: failed ('Timed out'), in-flight actions
+--      told to abort (NOTIFY kiln_abort);
+--   d. lost messages: READY nodes with no job, BLOCKED nodes whose row is no
+--      longer locked (the retrigger went missing), RUNNING nodes whose row is
+--      not locked by anyone: put back in the queue.
+
+CREATE OR REPLACE FUNCTION kiln_sweep_candidates(p_lease_ms int) RETURNS TABLE (stack_id uuid) LANGUAGE sql STABLE AS $$
+  SELECT r.stack_id FROM resource r WHERE r.engine_id IS NOT NULL AND r.lease_expires_at < now()
+  UNION
+  SELECT j.stack_id FROM job j
+   WHERE j.locked_by IS NOT NULL AND j.locked_at < now() - p_lease_ms * interval '1 millisecond'
+     AND NOT EXISTS (SELECT 1 FROM worker w WHERE w.id = j.locked_by AND w.stopped_at IS NULL
+                       AND w.heartbeat_at > now() - p_lease_ms * interval '1 millisecond')
+  UNION
+  SELECT t.stack_id FROM traversal t WHERE t.outcome IS NULL AND (t.deadline < now() OR t.failure_reason IS NOT NULL)
+  UNION
+  SELECT t.stack_id FROM traversal t JOIN sync_point sp ON sp.traversal_id = t.id
+   WHERE t.outcome IS NULL AND sp.state IN ('READY', 'BLOCKED', 'RUNNING') AND sp.updated_at < now() - interval '2 seconds'
+$$;
+
+CREATE OR REPLACE FUNCTION kiln_sweep_stack(p_stack uuid, p_lease_ms int) RETURNS jsonb LANGUAGE plpgsql AS $$
+DECLARE
+  s stack%ROWTYPE;
+  t traversal%ROWTYPE;
+  r resource%ROWTYPE;
+  sp sync_point%ROWTYPE;
+  dj job%ROWTYPE;
+  v_events jsonb := '[]';
+  v_ev jsonb;
+  v_broken int := 0;
+  v_requeued int := 0;
+  v_released int := 0;
+  v_timed_out boolean := false;
+  v_lease interval := p_lease_ms * interval '1 millisecond';
+BEGIN
+  SELECT * INTO s FROM stack WHERE id = p_stack FOR NO KEY UPDATE;
+  IF NOT FOUND THEN RETURN '{}'; END IF;
+
+  -- a. expired locks
+  FOR r IN SELECT * FROM resource WHERE stack_id = p_stack AND engine_id IS NOT NULL AND lease_expires_at < now() ORDER BY id FOR UPDATE LOOP
+    v_broken := v_broken + 1;
+    v_events := v_events || kiln_ev('lock', r.lock_traversal_id, r.id, r.name, r.physical_id, r.action, 'FAILED',
+      'Worker went down during resource ' || r.action, jsonb_build_object('lock', 'broken', 'worker', r.engine_id));
+    UPDATE resource SET engine_id = NULL, lock_traversal_id = NULL, lease_expires_at = NULL,
+           waiter_traversal_id = NULL, waiter_is_update = NULL, status = 'FAILED',
+           status_reason = 'Worker went down during resource ' || r.action, atomic_key = atomic_key + 1, updated_at = now()
+     WHERE id = r.id;
+    v_ev := kiln_retrigger_waiter(s, r.id, r.waiter_traversal_id, r.waiter_is_update);
+    IF v_ev IS NOT NULL THEN v_events := v_events || v_ev; v_requeued := v_requeued + 1; END IF;
+    IF s.current_traversal_id IS NOT DISTINCT FROM r.lock_traversal_id THEN
+      -- Re-run the holder's node: its job (claimed by the dead worker) goes back to the queue.
+      FOR dj IN SELECT * FROM job WHERE traversal_id = r.lock_traversal_id AND resource_id = r.id AND kind = 'check_resource' FOR UPDATE LOOP
+        UPDATE job SET locked_by = NULL, locked_at = NULL WHERE id = dj.id;
+        UPDATE sync_point SET state = 'READY', updated_at = now()
+         WHERE traversal_id = dj.traversal_id AND resource_id = coalesce(dj.graph_key_id, dj.resource_id) AND is_update = dj.is_update
+           AND state = 'RUNNING';
+        v_requeued := v_requeued + 1;
+      END LOOP;
+    END IF;
+  END LOOP;
+
+  -- b. jobs claimed by dead workers
+  FOR dj IN SELECT * FROM job j WHERE j.stack_id = p_stack AND j.locked_by IS NOT NULL AND j.locked_at < now() - v_lease
+      AND NOT EXISTS (SELECT 1 FROM worker w WHERE w.id = j.locked_by AND w.stopped_at IS NULL AND w.heartbeat_at > now() - v_lease)
+      FOR UPDATE LOOP
+    UPDATE job SET locked_by = NULL, locked_at = NULL WHERE id = dj.id;
+    v_released := v_released + 1;
+  END LOOP;
+
+  SELECT * INTO t FROM traversal WHERE id = s.current_traversal_id AND outcome IS NULL;
+  IF FOUND THEN
+    -- c. deadline
+    IF t.deadline < now() AND t.failure_reason IS NULL THEN
+      UPDATE traversal SET failure_reason = 'Timed out' WHERE id = t.id;
+      t.failure_reason := 'Timed out';
+      v_timed_out := true;
+      v_events := v_events || kiln_ev('stack', t.id, NULL, NULL, NULL, t.action, 'IN_PROGRESS', 'Timed out', jsonb_build_object('failing', true));
+      PERFORM pg_notify('kiln_abort', json_build_object('stack_id', s.id, 'traversal_id', t.id, 'mode', 'this', 'reason', 'timed out')::text);
+    END IF;
+    -- d. lost messages (only when the traversal is still scheduling)
+    IF t.failure_reason IS NULL THEN
+      FOR sp IN SELECT p.* FROM sync_point p WHERE p.traversal_id = t.id AND p.state IN ('READY', 'BLOCKED', 'RUNNING')
+          AND p.updated_at < now() - interval '2 seconds' LOOP
+        IF EXISTS (SELECT 1 FROM job j WHERE j.traversal_id = t.id AND coalesce(j.graph_key_id, j.resource_id) = sp.resource_id
+                     AND j.is_update = sp.is_update AND j.kind = 'check_resource') THEN
+          CONTINUE;
+        END IF;
+        IF sp.state <> 'READY' AND EXISTS (SELECT 1 FROM resource x WHERE x.id = coalesce(sp.actor_id, sp.resource_id) AND x.engine_id IS NOT NULL) THEN
+          CONTINUE; -- still locked: its holder will retrigger it
+        END IF;
+        UPDATE sync_point SET state = 'READY', updated_at = now()
+         WHERE traversal_id = sp.traversal_id AND resource_id = sp.resource_id AND is_update = sp.is_update;
+        INSERT INTO job (kind, stack_id, traversal_id, resource_id, is_update, graph_key_id)
+        VALUES ('check_resource', s.id, t.id, coalesce(sp.actor_id, sp.resource_id), sp.is_update,
+                CASE WHEN sp.actor_id IS NOT NULL AND sp.actor_id <> sp.resource_id THEN sp.resource_id END);
+        v_requeued := v_requeued + 1;
+        v_events := v_events || kiln_ev('node', t.id, sp.resource_id, NULL, NULL, NULL, NULL, 'requeued by the sweeper',
+          jsonb_build_object('rid', sp.resource_id, 'update', sp.is_update, 'state', 'READY', 'requeued', true));
+      END LOOP;
+    END IF;
+  END IF;
+
+  PERFORM kiln_emit(s.id, v_events);
+  IF t.id IS NOT NULL AND t.failure_reason IS NOT NULL THEN PERFORM kiln_maybe_finish_failed(s.id, t.id); END IF;
+  IF v_requeued > 0 OR v_released > 0 THEN PERFORM pg_notify('kiln_jobs', ''); END IF;
+  RETURN jsonb_build_object('broken', v_broken, 'requeued', v_requeued, 'released', v_released, 'timed_out', v_timed_out);
+END $$;
+
+-- Heartbeat: a worker proves it is alive and extends the leases of the locks it holds.
+-- Only the rows the worker says it is acting on are extended, so a lock it
+-- forgot (a bug) still expires and is swept.
+CREATE OR REPLACE FUNCTION kiln_heartbeat(p_worker uuid, p_lease_ms int, p_rows int[]) RETURNS int LANGUAGE plpgsql AS $$
+DECLARE
+  v_n int;
+BEGIN
+  UPDATE worker SET heartbeat_at = now(), state = CASE WHEN state = 'dead' THEN 'running' ELSE state END
+   WHERE id = p_worker AND stopped_at IS NULL;
+  IF NOT FOUND THEN RETURN -1; END IF;
+  UPDATE resource SET lease_expires_at = now() + p_lease_ms * interval '1 millisecond' WHERE engine_id = p_worker AND id = ANY(p_rows);
+  GET DIAGNOSTICS v_n = ROW_COUNT;
+  RETURN v_n;
+END $$;

@@ -1,0 +1,205 @@
+/**
+ * Prisma migrations without the native schema engine.
+ *
+ * Prisma 7's CLI downloads a native `schema-engine` binary before every
+ * command, which is impossible offline. The same engine is published as
+ * WebAssembly (`@prisma/schema-engine-wasm`); we drive it through the pg
+ * driver adapter. It writes the standard `_prisma_migrations` table, so a
+ * database migrated here is accepted by `prisma migrate deploy` elsewhere and
+ * vice versa.
+ *
+ * Both packages are internal Prisma APIs: versions are pinned exactly, and
+ * test/db/migrations.test.ts fails if their behaviour changes.
+ */
+import fs from 'node:fs'
+import { createRequire } from 'node:module'
+import path from 'node:path'
+import { PrismaPg } from '@prisma/adapter-pg'
+import pg from 'pg'
+import { bindMigrationAwareSqlAdapterFactory } from '@prisma/driver-adapter-utils'
+
+const require = createRequire(import.meta.url)
+
+export const MIGRATIONS_DIR = path.resolve('prisma/migrations')
+export const SCHEMA_FILE = path.resolve('prisma/schema.prisma')
+/** The schema as of the newest migration; `createMigration` diffs against it. */
+export const SNAPSHOT_FILE = path.resolve('prisma/schema.snapshot.prisma')
+/** Hand-written SQL (PL/pgSQL functions, partial indexes): the source of truth. */
+export const FUNCTIONS_DIR = path.resolve('lib/db/functions')
+/** The functions as of the newest migration that (re)defined them. */
+export const FUNCTIONS_SNAPSHOT_FILE = path.resolve('prisma/functions.snapshot.sql')
+
+/** All of lib/db/functions/*.sql in file-name order; every statement is idempotent (CREATE OR REPLACE / IF NOT EXISTS). */
+export function functionsSql(dir = FUNCTIONS_DIR): string {
+  return fs
+    .readdirSync(dir)
+    .filter((f) => f.endsWith('.sql'))
+    .sort()
+    .map((f) => `-- lib/db/functions/${f}\n` + fs.readFileSync(path.join(dir, f), 'utf8').trim() + '\n')
+    .join('\n')
+}
+
+type Engine = {
+  diff(p: unknown): Promise<{ exitCode: number; stdout: string | null }>
+  applyMigrations(p: unknown): Promise<{ appliedMigrationNames: string[] }>
+  free(): void
+}
+
+type Bindgen = {
+  __wbg_set_wasm(exports: WebAssembly.Exports): void
+  SchemaEngine: { new: (opts: unknown, log: (msg: string) => void, adapter: unknown) => Promise<Engine> }
+}
+
+let bindgen: Promise<Bindgen> | undefined
+
+/** Node 20 cannot `import` a .wasm ESM entry, so instantiate the module by hand. */
+function loadBindgen(): Promise<Bindgen> {
+  bindgen ??= (async () => {
+    const bg = (await import('@prisma/schema-engine-wasm/schema_engine_bg')) as unknown as Bindgen
+    const wasmPath = require.resolve('@prisma/schema-engine-wasm/schema_engine_bg').replace(/\.js$/, '.wasm')
+    // The engine arms a 10 s timer (via setTimeout) that would keep short-lived
+    // processes such as `db:migrate` alive; hand it unref'd timers instead.
+    const imports: Record<string, unknown> = { ...(bg as unknown as Record<string, unknown>) }
+    for (const key of Object.keys(imports)) {
+      if (!key.startsWith('__wbg_setTimeout_')) continue
+      imports[key] = (fn: () => void, ms: number) => setTimeout(fn, ms >>> 0).unref()
+    }
+    const instance = new WebAssembly.Instance(new WebAssembly.Module(fs.readFileSync(wasmPath)), {
+      './schema_engine_bg.js': imports as WebAssembly.ModuleImports,
+    })
+    bg.__wbg_set_wasm(instance.exports)
+    ;(instance.exports as { __wbindgen_start?: () => void }).__wbindgen_start?.()
+    return bg
+  })()
+  return bindgen
+}
+
+async function withEngine<T>(connectionString: string, schemaText: string, fn: (e: Engine) => Promise<T>): Promise<T> {
+  const bg = await loadBindgen()
+  // Our own pool, so that its connections are closed when we are done (an idle
+  // connection would keep e.g. a template database busy).
+  const pool = new pg.Pool({ connectionString, max: 2, idleTimeoutMillis: 50, allowExitOnIdle: true })
+  try {
+    const adapter = bindMigrationAwareSqlAdapterFactory(wholeScriptFactory(new PrismaPg(pool)))
+    const engine = await bg.SchemaEngine.new({ datamodels: [['schema.prisma', schemaText]] }, () => {}, adapter)
+    try {
+      return await fn(engine)
+    } finally {
+      engine.free()
+    }
+  } finally {
+    await pool.end()
+  }
+}
+
+const filters = { externalTables: [], externalEnums: [] }
+
+type ScriptAdapter = { executeScript(script: string): Promise<void>; client: { query(sql: string): Promise<unknown> }; onError(e: unknown): never }
+
+/**
+ * @prisma/adapter-pg runs a migration script by splitting it on ';', which
+ * breaks PL/pgSQL function bodies. The native engine sends the script whole
+ * (one simple-protocol query: one implicit transaction); do the same.
+ */
+function wholeScriptFactory(factory: PrismaPg): PrismaPg {
+  const patch = <T>(adapter: T): T => {
+    const a = adapter as unknown as ScriptAdapter
+    a.executeScript = async function (this: ScriptAdapter, script: string) {
+      try {
+        await this.client.query(script)
+      } catch (err) {
+        this.onError(err)
+      }
+    }
+    return adapter
+  }
+  const connect = factory.connect.bind(factory)
+  const shadow = factory.connectToShadowDb.bind(factory)
+  factory.connect = async () => patch(await connect())
+  factory.connectToShadowDb = async () => patch(await shadow())
+  return factory
+}
+
+export function listMigrations(dir = MIGRATIONS_DIR) {
+  if (!fs.existsSync(dir)) return []
+  return fs
+    .readdirSync(dir, { withFileTypes: true })
+    .filter((d) => d.isDirectory() && fs.existsSync(path.join(dir, d.name, 'migration.sql')))
+    .map((d) => d.name)
+    .sort()
+}
+
+function migrationsList(dir: string) {
+  const lockPath = path.join(dir, 'migration_lock.toml')
+  return {
+    baseDir: dir,
+    lockfile: { path: 'migration_lock.toml', content: fs.existsSync(lockPath) ? fs.readFileSync(lockPath, 'utf8') : null },
+    shadowDbInitScript: '',
+    migrationDirectories: listMigrations(dir).map((name) => ({
+      path: name,
+      migrationFile: { path: 'migration.sql', content: { tag: 'ok', value: fs.readFileSync(path.join(dir, name, 'migration.sql'), 'utf8') } },
+    })),
+  }
+}
+
+export class MigrationError extends Error {
+  override name = 'MigrationError'
+}
+
+/** Apply every migration not yet applied. Returns the names applied (empty if up to date). */
+export async function applyMigrations(connectionString: string, dir = MIGRATIONS_DIR): Promise<string[]> {
+  const schemaText = fs.readFileSync(SCHEMA_FILE, 'utf8')
+  try {
+    const out = await withEngine(connectionString, schemaText, (e) => e.applyMigrations({ migrationsList: migrationsList(dir), filters }))
+    return out.appliedMigrationNames
+  } catch (err) {
+    const msg = err instanceof Error ? err.message : String(err)
+    throw new MigrationError(`applying migrations failed: ${msg}`, { cause: err })
+  }
+}
+
+/**
+ * SQL that turns the `from` schema (or an empty database) into `to`. The engine
+ * wants a live connection even for a pure schema diff; nothing is written to it.
+ */
+export async function diffSchemas(connectionString: string, from: string | null, to: string): Promise<string> {
+  const out = await withEngine(connectionString, to, (e) =>
+    e.diff({
+      from: from === null ? { tag: 'empty' } : { tag: 'schemaDatamodel', files: [{ path: 'schema.prisma', content: from }] },
+      to: { tag: 'schemaDatamodel', files: [{ path: 'schema.prisma', content: to }] },
+      script: true,
+      exitCode: null,
+      filters,
+    }),
+  )
+  return out.stdout ?? ''
+}
+
+/**
+ * Write a new migration folder from the difference between the snapshot and
+ * schema.prisma (what `prisma migrate dev --create-only` would write), plus the
+ * whole of lib/db/functions when any of it changed since the last migration;
+ * move the snapshots forward. Returns the folder name, or null if nothing changed.
+ */
+export async function createMigration(connectionString: string, name: string, dir = MIGRATIONS_DIR): Promise<string | null> {
+  const schema = fs.readFileSync(SCHEMA_FILE, 'utf8')
+  const previous = fs.existsSync(SNAPSHOT_FILE) ? fs.readFileSync(SNAPSHOT_FILE, 'utf8') : null
+  const sql = (await diffSchemas(connectionString, previous, schema)).trim()
+  const empty = !sql || /^-- This is an empty migration\.?$/.test(sql)
+  const functions = functionsSql()
+  const functionsChanged = !fs.existsSync(FUNCTIONS_SNAPSHOT_FILE) || fs.readFileSync(FUNCTIONS_SNAPSHOT_FILE, 'utf8') !== functions
+  const extraSql = functionsChanged ? functions : ''
+  if (empty && !extraSql) return null
+  const stamp = new Date().toISOString().replace(/[-:TZ.]/g, '').slice(0, 14)
+  const folder = `${stamp}_${name.replace(/[^a-zA-Z0-9_]/g, '_')}`
+  fs.mkdirSync(path.join(dir, folder), { recursive: true })
+  const body = [empty ? '' : sql, extraSql].filter(Boolean).join('\n\n')
+  fs.writeFileSync(path.join(dir, folder, 'migration.sql'), body + '\n')
+  const lock = path.join(dir, 'migration_lock.toml')
+  if (!fs.existsSync(lock)) {
+    fs.writeFileSync(lock, '# Please do not edit this file manually\n# It should be added in your version-control system (e.g., Git)\nprovider = "postgresql"\n')
+  }
+  fs.writeFileSync(SNAPSHOT_FILE, schema)
+  if (functionsChanged) fs.writeFileSync(FUNCTIONS_SNAPSHOT_FILE, functions)
+  return folder
+}

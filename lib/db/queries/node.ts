@@ -1,0 +1,94 @@
+/**
+ * The engine's node operations: thin wrappers around the PL/pgSQL functions
+ * in lib/db/functions (one round trip each). Read those files for the locking
+ * and compare-and-swap rules; this file only maps arguments and results.
+ */
+import type pg from 'pg'
+import type { BeginResult, ClaimedJob, FinishRequest, FinishResult, ReplaceRequest, ReplaceResult, RowUpdate } from '../../engine/ports'
+import type { NodePayload, ResourceAction } from '../../engine/types'
+import { toClaimedJob, toResourceRow } from './rows'
+
+type Json = Record<string, unknown>
+
+function scopeOf(out: Json) {
+  const st = out.stack as Json
+  const tr = out.traversal as Json
+  return {
+    stack: { id: String(st.id), name: String(st.name), action: st.action as never },
+    traversal: { id: String(tr.id), action: tr.action as never, rawTemplateId: String(tr.raw_template_id), deadline: new Date(String(tr.deadline)) },
+  }
+}
+
+export async function beginNode(pool: pg.Pool, workerId: string, leaseMs: number, job: ClaimedJob): Promise<BeginResult> {
+  const { rows } = await pool.query('SELECT kiln_begin_node($1, $2, $3) AS out', [job.id, workerId, leaseMs])
+  const out = rows[0].out as Json
+  const outcome = out.outcome as BeginResult['outcome']
+  if (outcome !== 'locked' && outcome !== 'replace_deleting') return { outcome } as BeginResult
+  return {
+    outcome,
+    resource: toResourceRow(out.resource as Json),
+    inputs: (out.inputs as NodePayload[]) ?? [],
+    replacesUuid: (out.replaces_uuid as string | null) ?? null,
+    ...scopeOf(out),
+  }
+}
+
+function rowUpdateToJson(u: RowUpdate): Json {
+  const map: Record<keyof RowUpdate, string> = {
+    action: 'action',
+    status: 'status',
+    statusReason: 'status_reason',
+    type: 'type',
+    physicalId: 'physical_id',
+    properties: 'properties',
+    attributes: 'attributes',
+    data: 'data',
+    requires: 'requires',
+    currentTemplateId: 'current_template_id',
+    deletionPolicy: 'deletion_policy',
+    clearReplacedBy: 'clear_replaced_by',
+  }
+  const out: Json = {}
+  for (const [k, v] of Object.entries(u)) if (v !== undefined) out[map[k as keyof RowUpdate]] = v
+  return out
+}
+
+export async function finishNode(pool: pg.Pool, workerId: string, job: ClaimedJob, req: FinishRequest): Promise<FinishResult> {
+  const body = {
+    ok: req.ok,
+    reason: req.reason,
+    set: rowUpdateToJson(req.set ?? {}),
+    resource_event: req.resourceEvent ?? false,
+    payload: req.payload ?? null,
+    successors: req.successors.map((s) => [s.rid, s.update]),
+    is_root: req.isRoot,
+    claim: req.claim,
+    deleted: req.deleted ?? false,
+    event_data: req.eventData ?? {},
+  }
+  const { rows } = await pool.query('SELECT kiln_finish_node($1, $2, $3) AS out', [job.id, workerId, JSON.stringify(body)])
+  const out = rows[0].out as Json
+  if (out.outcome !== 'ok') return { outcome: out.outcome as 'gone' | 'lock_lost' }
+  return { outcome: 'ok', claimed: out.claimed ? toClaimedJob(out.claimed as Json) : null }
+}
+
+export async function replaceNode(pool: pg.Pool, workerId: string, job: ClaimedJob, req: ReplaceRequest): Promise<ReplaceResult> {
+  const spec = { type: req.type, requires: req.requires, reason: req.reason, claim: req.claim, holds_lock: req.holdsLock }
+  const { rows } = await pool.query('SELECT kiln_replace_node($1, $2, $3) AS out', [job.id, workerId, JSON.stringify(spec)])
+  const out = rows[0].out as Json
+  if (out.outcome !== 'ok') return { outcome: out.outcome as 'gone' | 'lock_lost' | 'stale' }
+  return {
+    outcome: 'ok',
+    replacement: toResourceRow(out.replacement as Json),
+    claimed: out.claimed ? toClaimedJob(out.claimed as Json) : null,
+  }
+}
+
+export async function markInProgress(pool: pg.Pool, workerId: string, job: ClaimedJob, action: ResourceAction): Promise<boolean> {
+  const { rows } = await pool.query('SELECT kiln_mark_in_progress($1, $2, $3) AS ok', [job.id, workerId, action])
+  return rows[0].ok === true
+}
+
+export async function reportProgress(pool: pg.Pool, workerId: string, job: ClaimedJob, message: string, fraction: number | null): Promise<void> {
+  await pool.query('SELECT kiln_node_progress($1, $2, $3, $4)', [job.id, workerId, message.slice(0, 500), fraction])
+}

@@ -1,0 +1,42 @@
+/**
+ * The job queue: a table claimed with FOR UPDATE SKIP LOCKED (graphile-worker's
+ * pattern), woken by NOTIFY kiln_jobs. Jobs are inserted by the engine
+ * functions in the same transaction that makes a node ready, and deleted by the
+ * one that finishes it, so readiness and the message can never part.
+ */
+import type pg from 'pg'
+import type { ClaimedJob } from '../../engine/ports'
+import { toClaimedJob } from './rows'
+
+/** Claim up to `limit` available jobs, oldest first. */
+export async function claimJobs(pool: pg.Pool, workerId: string, limit: number): Promise<ClaimedJob[]> {
+  if (limit <= 0) return []
+  const { rows } = await pool.query(
+    `UPDATE job SET locked_by = $1, locked_at = now(), attempts = attempts + 1
+      WHERE id IN (SELECT id FROM job WHERE locked_by IS NULL AND run_at <= now() ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED)
+      RETURNING *`,
+    [workerId, limit],
+  )
+  return rows.map(toClaimedJob).sort((a, b) => a.id - b.id)
+}
+
+/** Give back claimed jobs this worker is not running (after an ambiguous failure, or on shutdown). */
+export async function releaseJobs(pool: pg.Pool, workerId: string, keep: number[]): Promise<number> {
+  const { rowCount } = await pool.query(
+    `UPDATE job SET locked_by = NULL, locked_at = NULL WHERE locked_by = $1 AND NOT (id = ANY($2::bigint[]))`,
+    [workerId, keep],
+  )
+  if (rowCount) await pool.query(`SELECT pg_notify('kiln_jobs', '')`)
+  return rowCount ?? 0
+}
+
+/** Delete a finished non-node job (rollback). */
+export async function completeJob(pool: pg.Pool, workerId: string, jobId: number): Promise<void> {
+  await pool.query('DELETE FROM job WHERE id = $1 AND locked_by = $2', [jobId, workerId])
+}
+
+/** When the next delayed job becomes available (for the wake-up timer), if any. */
+export async function nextRunAt(pool: pg.Pool): Promise<Date | null> {
+  const { rows } = await pool.query(`SELECT min(run_at) AS at FROM job WHERE locked_by IS NULL AND run_at > now()`)
+  return (rows[0]?.at as Date | null) ?? null
+}

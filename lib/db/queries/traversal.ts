@@ -1,0 +1,232 @@
+/**
+ * Starting a traversal (Heat's converge_stack + _converge_create_or_update),
+ * in ONE transaction under the stack row lock, so a stack is never half
+ * written and no node can begin or finish in between:
+ *
+ *   1. lock the stack row; optional compare-and-swap on the current traversal
+ *   2. read the live rows, choose the best row per resource name, insert INIT rows
+ *   3. build the whole graph (update + cleanup nodes) once and store it
+ *   4. supersede the previous traversal (outcome, superseded_by; its sync points go)
+ *   5. point the stack at the new traversal, create one sync point per node
+ *   6. queue every leaf (cleanup leaves first), NOTIFY the workers
+ *
+ * With no nodes at all the traversal completes at once.
+ */
+import crypto from 'node:crypto'
+import type pg from 'pg'
+import { buildGraph, chooseRows, findCycle, indexGraph } from '../../engine/graph'
+import type { StoredTraversal } from '../../engine/ports'
+import type { ExistingRow, StackAction, TraversalGraph } from '../../engine/types'
+import { parseNodeId } from '../../engine/types'
+import { withTransaction } from '../client'
+
+export interface TraversalPlan {
+  /** Resource names of the target template, in the order new rows are inserted. */
+  names: string[]
+  types: Record<string, string>
+  dependsOn: Record<string, string[]>
+}
+
+export interface StartTraversalInput {
+  stackId: string
+  action: StackAction
+  /** Template this traversal converges to (already inserted). */
+  rawTemplateId: string
+  plan: TraversalPlan
+  startedBy: string
+  /** Stack settings changed by this request. */
+  timeoutMins?: number
+  disableRollback?: boolean
+  /** Start only if the stack's current traversal is this one (null: none). */
+  expectTraversalId?: string | null
+  /** Tell workers to abort in-flight actions of older traversals (delete). */
+  abortInFlight?: boolean
+  /** Statement run inside the transaction before anything else (e.g. inserting the raw template). */
+  before?: (client: pg.PoolClient) => Promise<void>
+}
+
+export type StartTraversalResult =
+  | { started: true; traversalId: string; nodeCount: number; leaves: number; superseded: string | null }
+  | { started: false; reason: 'not_found' | 'conflict' | 'cycle'; detail?: string }
+
+export class GraphCycleError extends Error {
+  override name = 'GraphCycleError'
+}
+
+interface StackRow {
+  id: string
+  name: string
+  current_traversal_id: string | null
+  raw_template_id: string | null
+  timeout_mins: number
+  deleted_at: Date | null
+}
+
+function toExisting(r: Record<string, unknown>): ExistingRow {
+  return {
+    id: Number(r.id),
+    name: String(r.name),
+    action: r.action as ExistingRow['action'],
+    status: r.status as ExistingRow['status'],
+    currentTemplateId: (r.current_template_id as string | null) ?? null,
+    requires: ((r.requires as number[]) ?? []).map(Number),
+    replaces: r.replaces === null ? null : Number(r.replaces),
+    replacedBy: r.replaced_by === null ? null : Number(r.replaced_by),
+    updatedAt: new Date(r.updated_at as string).getTime(),
+  }
+}
+
+export async function startTraversal(pool: pg.Pool, input: StartTraversalInput): Promise<StartTraversalResult> {
+  try {
+    return await withTransaction(pool, (client) => startInTransaction(client, input))
+  } catch (err) {
+    if (err instanceof GraphCycleError) return { started: false, reason: 'cycle', detail: err.message }
+    throw err
+  }
+}
+
+async function startInTransaction(client: pg.PoolClient, input: StartTraversalInput): Promise<StartTraversalResult> {
+  await input.before?.(client)
+  const { rows: stacks } = await client.query<StackRow>('SELECT * FROM stack WHERE id = $1 FOR NO KEY UPDATE', [input.stackId])
+  const stack = stacks[0]
+  if (!stack || stack.deleted_at) return { started: false, reason: 'not_found' }
+  if (input.expectTraversalId !== undefined && stack.current_traversal_id !== input.expectTraversalId) {
+    return { started: false, reason: 'conflict', detail: 'the stack has moved on to another operation' }
+  }
+
+  const { rows: live } = await client.query(
+    `SELECT id, name, action, status, current_template_id, requires, replaces, replaced_by, updated_at
+       FROM resource WHERE stack_id = $1 AND NOT (action = 'DELETE' AND status = 'COMPLETE') ORDER BY id`,
+    [input.stackId],
+  )
+  const existing = live.map(toExisting)
+  const prevTemplateId = stack.raw_template_id
+  const isCheck = input.action === 'CHECK'
+  const choice = chooseRows(input.plan.names, existing, prevTemplateId, input.rawTemplateId)
+  if (isCheck && choice.missing.length) {
+    return { started: false, reason: 'conflict', detail: `resources never created: ${choice.missing.join(', ')}` }
+  }
+
+  const traversalId = crypto.randomUUID()
+  const rows = new Map(choice.bound)
+  if (choice.missing.length) {
+    const { rows: inserted } = await client.query(
+      `INSERT INTO resource (stack_id, name, type, current_template_id, last_traversal_id)
+       SELECT $1, n, t, $2, $3 FROM unnest($4::text[], $5::text[]) WITH ORDINALITY AS x(n, t, ord) ORDER BY ord
+       RETURNING id, name`,
+      [input.stackId, input.rawTemplateId, traversalId, choice.missing, choice.missing.map((n) => input.plan.types[n] ?? 'OS::Heat::None')],
+    )
+    for (const r of inserted) rows.set(String(r.name), Number(r.id))
+  }
+  // Only update nodes for the names of the template; a CHECK has no cleanup part.
+  const ordered = new Map(input.plan.names.map((n) => [n, rows.get(n)!]))
+  const graph: TraversalGraph = buildGraph(ordered, input.plan.dependsOn, isCheck ? [] : existing)
+  const index = indexGraph(graph)
+  const cycle = findCycle(index)
+  if (cycle) throw new GraphCycleError(`the traversal graph has a cycle: ${cycle.join(' -> ')}`)
+
+  const superseded = stack.current_traversal_id
+  const events: unknown[] = []
+  if (superseded) {
+    const { rowCount } = await client.query(
+      `UPDATE traversal SET outcome = 'SUPERSEDED', outcome_reason = 'superseded by a newer operation', superseded_by_id = $2, ended_at = now()
+        WHERE id = $1 AND outcome IS NULL`,
+      [superseded, traversalId],
+    )
+    await client.query('DELETE FROM sync_input WHERE traversal_id = $1', [superseded])
+    await client.query('DELETE FROM sync_point WHERE traversal_id = $1', [superseded])
+    if (rowCount) events.push(ev('traversal', superseded, 'SUPERSEDED', `superseded by ${input.action} ${traversalId}`, { superseded_by: traversalId }))
+  }
+
+  const timeoutMins = input.timeoutMins ?? stack.timeout_mins
+  await client.query(
+    `INSERT INTO traversal (id, stack_id, action, raw_template_id, started_by, deadline, graph, node_count, roots_pending)
+     VALUES ($1, $2, $3, $4, $5, now() + $6 * interval '1 minute', $7, $8, $9)`,
+    [traversalId, input.stackId, input.action, input.rawTemplateId, input.startedBy, timeoutMins, JSON.stringify(graph), graph.nodes.length, index.roots.size],
+  )
+  const reason = `Stack ${input.action} started`
+  await client.query(
+    `UPDATE stack SET current_traversal_id = $2, action = $3, status = 'IN_PROGRESS', status_reason = $4,
+            raw_template_id = $5, prev_raw_template_id = CASE WHEN $3 = 'CREATE' THEN NULL ELSE raw_template_id END,
+            updated_at = CASE WHEN $3 = 'CREATE' THEN updated_at ELSE now() END, timeout_mins = $6,
+            disable_rollback = coalesce($7, disable_rollback)
+      WHERE id = $1`,
+    [input.stackId, traversalId, input.action, reason, isCheck ? stack.raw_template_id : input.rawTemplateId, timeoutMins, input.disableRollback ?? null],
+  )
+
+  if (graph.nodes.length) {
+    const rids: number[] = []
+    const upd: boolean[] = []
+    const required: number[] = []
+    for (const n of graph.nodes) {
+      rids.push(n.rid)
+      upd.push(n.update)
+      required.push(index.requires.get(n.id)!.length)
+    }
+    await client.query(
+      `INSERT INTO sync_point (traversal_id, resource_id, is_update, stack_id, required, state)
+       SELECT $1, r, u, $2, q, CASE WHEN q = 0 THEN 'READY' ELSE 'WAITING' END FROM unnest($3::int[], $4::bool[], $5::int[]) AS x(r, u, q)`,
+      [traversalId, input.stackId, rids, upd, required],
+    )
+    const leafKeys = index.leaves.map(parseNodeId)
+    await client.query(
+      `INSERT INTO job (kind, stack_id, traversal_id, resource_id, is_update)
+       SELECT 'check_resource', $1, $2, r, u FROM unnest($3::int[], $4::bool[]) WITH ORDINALITY AS x(r, u, ord) ORDER BY ord`,
+      [input.stackId, traversalId, leafKeys.map((k) => k.rid), leafKeys.map((k) => k.update)],
+    )
+  }
+  events.push(ev('stack', traversalId, 'IN_PROGRESS', reason, { action: input.action, nodes: graph.nodes.length, started_by: input.startedBy }, input.action))
+  await client.query('SELECT kiln_emit($1, $2)', [input.stackId, JSON.stringify(events)])
+  if (graph.nodes.length === 0) await client.query('SELECT kiln_complete_traversal($1, $2)', [input.stackId, traversalId])
+  else await client.query(`SELECT pg_notify('kiln_jobs', '')`)
+  if (input.abortInFlight && superseded) {
+    await client.query(`SELECT pg_notify('kiln_abort', $1)`, [JSON.stringify({ stack_id: input.stackId, traversal_id: traversalId, mode: 'others', reason: `stack ${input.action.toLowerCase()} requested` })])
+  }
+  return { started: true, traversalId, nodeCount: graph.nodes.length, leaves: index.leaves.length, superseded }
+}
+
+function ev(kind: string, traversalId: string, status: string, reason: string, data: Record<string, unknown>, action?: string) {
+  return { kind, traversal_id: traversalId, action: action ?? null, status, reason, data }
+}
+
+/** Stop the current traversal without starting another (cancel without rollback). */
+export async function stopTraversal(pool: pg.Pool, stackId: string, reason: string): Promise<{ stopped: boolean; traversalId: string | null }> {
+  return withTransaction(pool, async (client) => {
+    const { rows } = await client.query('SELECT * FROM stack WHERE id = $1 AND deleted_at IS NULL FOR NO KEY UPDATE', [stackId])
+    const s = rows[0] as { current_traversal_id: string | null; status: string; action: string } | undefined
+    if (!s || s.status !== 'IN_PROGRESS' || !s.current_traversal_id) return { stopped: false, traversalId: null }
+    const t = s.current_traversal_id
+    await client.query(`UPDATE traversal SET outcome = 'CANCELLED', outcome_reason = $2, ended_at = now() WHERE id = $1 AND outcome IS NULL`, [t, reason])
+    await client.query(`DELETE FROM job WHERE traversal_id = $1 AND locked_by IS NULL`, [t])
+    await client.query('DELETE FROM sync_input WHERE traversal_id = $1', [t])
+    await client.query('DELETE FROM sync_point WHERE traversal_id = $1', [t])
+    // No traversal is current any more: in-flight workers finish their resource and stop.
+    await client.query(`UPDATE stack SET current_traversal_id = NULL, status = 'FAILED', status_reason = $2 WHERE id = $1`, [stackId, reason])
+    await client.query('SELECT kiln_emit($1, $2)', [stackId, JSON.stringify([ev('stack', t, 'FAILED', reason, { cancelled: true }, s.action)])])
+    return { stopped: true, traversalId: t }
+  })
+}
+
+export async function loadTraversal(pool: pg.Pool, traversalId: string): Promise<StoredTraversal | null> {
+  const { rows } = await pool.query(
+    `SELECT t.id, t.stack_id, t.action, t.raw_template_id, t.deadline, t.graph, s.name AS stack_name, s.project_id,
+            rt.source, rt.environment, rt.parameters
+       FROM traversal t JOIN stack s ON s.id = t.stack_id JOIN raw_template rt ON rt.id = t.raw_template_id
+      WHERE t.id = $1`,
+    [traversalId],
+  )
+  const r = rows[0]
+  if (!r) return null
+  return {
+    id: r.id,
+    stackId: r.stack_id,
+    stackName: r.stack_name,
+    projectId: r.project_id,
+    action: r.action,
+    rawTemplateId: r.raw_template_id,
+    deadline: r.deadline,
+    graph: r.graph as TraversalGraph,
+    template: { source: r.source, environment: r.environment ?? {}, parameters: r.parameters ?? {} },
+  }
+}
+

@@ -1,0 +1,56 @@
+/** Worker registration, heartbeats and the sweeper (SQL in lib/db/functions/50_sweep.sql). */
+import os from 'node:os'
+import type pg from 'pg'
+
+export async function registerWorker(pool: pg.Pool, id: string, concurrency: number, version: string): Promise<void> {
+  await pool.query(
+    `INSERT INTO worker (id, hostname, pid, state, concurrency, version) VALUES ($1, $2, $3, 'running', $4, $5)`,
+    [id, os.hostname(), process.pid, concurrency, version],
+  )
+}
+
+export async function setWorkerState(pool: pg.Pool, id: string, state: 'running' | 'draining' | 'stopped'): Promise<void> {
+  await pool.query(`UPDATE worker SET state = $2, stopped_at = CASE WHEN $2 = 'stopped' THEN now() ELSE stopped_at END WHERE id = $1`, [id, state])
+}
+
+/**
+ * Extends the leases of the rows this worker is acting on. Returns how many
+ * were extended, or -1 if this worker was declared dead (stopped).
+ */
+export async function heartbeat(pool: pg.Pool, id: string, leaseMs: number, rows: number[]): Promise<number> {
+  const { rows: out } = await pool.query('SELECT kiln_heartbeat($1, $2, $3::int[]) AS n', [id, leaseMs, rows])
+  return Number(out[0].n)
+}
+
+export interface SweepReport {
+  stacks: number
+  broken: number
+  requeued: number
+  released: number
+  timedOut: number
+}
+
+export async function sweep(pool: pg.Pool, leaseMs: number): Promise<SweepReport> {
+  const report: SweepReport = { stacks: 0, broken: 0, requeued: 0, released: 0, timedOut: 0 }
+  const { rows } = await pool.query('SELECT stack_id FROM kiln_sweep_candidates($1) ORDER BY stack_id', [leaseMs])
+  for (const { stack_id } of rows as { stack_id: string }[]) {
+    const res = await pool.query('SELECT kiln_sweep_stack($1, $2) AS out', [stack_id, leaseMs])
+    const out = res.rows[0].out as Record<string, number | boolean>
+    report.stacks++
+    report.broken += Number(out.broken ?? 0)
+    report.requeued += Number(out.requeued ?? 0)
+    report.released += Number(out.released ?? 0)
+    if (out.timed_out) report.timedOut++
+  }
+  await pool.query(`UPDATE worker SET state = 'dead' WHERE stopped_at IS NULL AND state <> 'dead' AND heartbeat_at < now() - $1 * interval '1 millisecond'`, [leaseMs])
+  return report
+}
+
+/** When the sweeper should next look: the earliest lease expiry or traversal deadline. */
+export async function nextSweepAt(pool: pg.Pool): Promise<Date | null> {
+  const { rows } = await pool.query(
+    `SELECT least((SELECT min(lease_expires_at) FROM resource WHERE engine_id IS NOT NULL),
+                  (SELECT min(deadline) FROM traversal WHERE outcome IS NULL)) AS at`,
+  )
+  return (rows[0]?.at as Date | null) ?? null
+}

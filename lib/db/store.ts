@@ -1,0 +1,29 @@
+/** The PostgreSQL implementation of the engine's ConvergenceStore, for one worker. */
+import type pg from 'pg'
+import type { ConvergenceStore } from '../engine/ports'
+import { withRetry } from './retry'
+import { beginNode, finishNode, markInProgress, replaceNode, reportProgress } from './queries/node'
+import { loadTraversal } from './queries/traversal'
+
+export interface StoreOptions {
+  workerId: string
+  leaseMs: number
+  /** Called when a call is retried after a transient error (lost connection, deadlock). */
+  onRetry?: (what: string, err: unknown) => void
+}
+
+/**
+ * Every call is one transaction and safe to retry: a retry of a call whose
+ * first attempt committed finds its job gone and answers 'gone'.
+ */
+export function createStore(pool: pg.Pool, opts: StoreOptions): ConvergenceStore {
+  const retry = <T>(what: string, fn: () => Promise<T>) => withRetry(fn, { onRetry: (err) => opts.onRetry?.(what, err) })
+  return {
+    beginNode: (job) => retry('begin', () => beginNode(pool, opts.workerId, opts.leaseMs, job)),
+    finishNode: (job, req) => retry('finish', () => finishNode(pool, opts.workerId, job, req)),
+    replaceNode: (job, req) => retry('replace', () => replaceNode(pool, opts.workerId, job, req)),
+    markInProgress: (job, action) => retry('mark', () => markInProgress(pool, opts.workerId, job, action)),
+    reportProgress: (job, message, fraction) => reportProgress(pool, opts.workerId, job, message, fraction).catch(() => {}),
+    loadTraversal: (id) => retry('load', () => loadTraversal(pool, id)),
+  }
+}

@@ -1,0 +1,296 @@
+/**
+ * check_resource: what a worker does with one node of a traversal (Heat's
+ * WorkerService.check_resource + CheckResource, §4 of the reference).
+ *
+ *   1. begin: the store checks the traversal is current, the node READY and
+ *      the row unlocked, and locks it (or parks the node as the row's waiter);
+ *   2. decide (pure, lib/engine/decide.ts) and act through the resource type,
+ *      with no transaction open;
+ *   3. finish: release the row with its new state, report to successors; or
+ *      replace: hand the node to a new row that impersonates it.
+ *
+ * Returns the next job to run when the finish pre-claimed a successor (inline
+ * continuation: a chain runs without queue hops).
+ */
+import type { Logger } from '../logger'
+import type { ResourceContext, ResourceType, ResourceTypeConfig } from '../resources/types'
+import { ReplaceRequired } from '../resources/types'
+import { changedProperties, needsReplacement, validateProperties } from '../resources/schema'
+import { resolveProperties } from '../template'
+import type { ResolveContext } from '../template/types'
+import { decideCleanup, decideUpdate } from './decide'
+import type { BeginResult, ClaimedJob, ConvergenceStore, FinishRequest, NodeScope, ResourceRow } from './ports'
+import type { TraversalCache, TraversalContext } from './traversal-context'
+import type { NodePayload, ResourceAction } from './types'
+import { nodeId, parseNodeId } from './types'
+
+export interface ActionSignals {
+  /** An AbortSignal for one action: fires on the traversal deadline, a stack abort (delete), or shutdown. */
+  open(job: ClaimedJob, deadline: Date): { signal: AbortSignal; close(): void }
+}
+
+export interface NodeRunnerDeps {
+  store: ConvergenceStore
+  traversals: TraversalCache
+  types: { get(name: string): ResourceType | undefined }
+  typeConfig: ResourceTypeConfig
+  signals: ActionSignals
+  log: Logger
+  /** Pre-claim a successor this node makes ready and return it (no queue hop). */
+  inline: boolean
+  /** Minimum interval between progress events of one node. */
+  progressIntervalMs?: number
+}
+
+export type NodeOutcome =
+  | 'created' | 'updated' | 'unchanged' | 'replaced' | 'deleted' | 'retained' | 'checked' | 'failed'
+  | 'stale' | 'duplicate' | 'blocked' | 'skipped' | 'gone' | 'lock_lost'
+
+export interface NodeResult {
+  outcome: NodeOutcome
+  next: ClaimedJob | null
+}
+
+type Locked = Extract<BeginResult, { outcome: 'locked' | 'replace_deleting' }>
+
+export function physicalName(stackName: string, row: Pick<ResourceRow, 'name' | 'uuid'>): string {
+  return `${stackName}-${row.name}-${row.uuid.replace(/-/g, '').slice(0, 12)}`
+}
+
+function payloadOf(row: ResourceRow, over: Partial<NodePayload> = {}): NodePayload {
+  return {
+    id: row.id,
+    uuid: row.uuid,
+    name: row.name,
+    physicalId: row.physicalId,
+    attributes: row.attributes ?? {},
+    action: row.action,
+    status: row.status,
+    ...over,
+  }
+}
+
+function resolveContext(inputs: NodePayload[]): ResolveContext {
+  const byName = new Map(inputs.map((p) => [p.name, p]))
+  return {
+    getResource: (name) => byName.get(name)?.physicalId ?? null,
+    getAttr: (name, attribute) => byName.get(name)?.attributes?.[attribute] ?? null,
+  }
+}
+
+function message(err: unknown): string {
+  if (err instanceof Error) return err.message || err.name
+  return String(err)
+}
+
+export async function runNode(deps: NodeRunnerDeps, job: ClaimedJob): Promise<NodeResult> {
+  const begun = await deps.store.beginNode(job)
+  if (begun.outcome !== 'locked' && begun.outcome !== 'replace_deleting') return { outcome: begun.outcome, next: null }
+  const ctx = await deps.traversals.get(job.traversalId!)
+  const node = new NodeRun(deps, job, begun, ctx)
+  return node.run()
+}
+
+class NodeRun {
+  private readonly row: ResourceRow
+  private readonly scope: NodeScope
+  private readonly key: { rid: number; update: boolean }
+  private readonly log: Logger
+
+  constructor(
+    private readonly deps: NodeRunnerDeps,
+    private readonly job: ClaimedJob,
+    private readonly begun: Locked,
+    private readonly ctx: TraversalContext | null,
+  ) {
+    this.row = begun.resource
+    this.scope = { stack: begun.stack, traversal: begun.traversal }
+    this.key = { rid: job.graphKeyId ?? job.resourceId!, update: job.isUpdate! }
+    this.log = deps.log.scope({ stack: begun.stack.name, trav: begun.traversal.id.slice(0, 8), res: `${this.row.name}#${this.row.id}`, node: this.key.update ? 'update' : 'cleanup' })
+  }
+
+  private links() {
+    const id = nodeId(this.key)
+    const index = this.ctx?.index
+    return {
+      successors: (index?.requiredBy.get(id) ?? []).map(parseNodeId),
+      isRoot: index?.roots.has(id) ?? false,
+    }
+  }
+
+  async run(): Promise<NodeResult> {
+    try {
+      if (!this.ctx) return this.fail('CREATE', 'the traversal record is missing')
+      if (this.scope.traversal.action === 'CHECK') return await this.check()
+      return this.key.update ? await this.update() : await this.cleanup()
+    } catch (err) {
+      // Anything unexpected still releases the row and fails the node (Heat bug 1703043: never hang).
+      this.log.error(`unexpected error: ${message(err)}`)
+      return this.fail(this.key.update ? 'UPDATE' : 'DELETE', `unexpected error: ${message(err)}`)
+    }
+  }
+
+  private async finish(req: Omit<FinishRequest, 'successors' | 'isRoot' | 'claim'>, outcome: NodeOutcome): Promise<NodeResult> {
+    const { successors, isRoot } = this.links()
+    const res = await this.deps.store.finishNode(this.job, { ...req, successors, isRoot, claim: this.deps.inline })
+    if (res.outcome !== 'ok') {
+      this.log.warn(`finish: ${res.outcome}`)
+      return { outcome: res.outcome, next: null }
+    }
+    return { outcome, next: res.claimed }
+  }
+
+  private fail(action: ResourceAction, reason: string, aborted = false): Promise<NodeResult> {
+    const text = aborted ? reason : `Resource ${action} failed: ${reason}`
+    this.log.warn(text)
+    return this.finish({ ok: false, reason: text, set: { action, status: 'FAILED', statusReason: text }, resourceEvent: true }, 'failed')
+  }
+
+  private requires(): number[] {
+    return [...new Set(this.begun.inputs.map((p) => p.id))].sort((a, b) => b - a)
+  }
+
+  private resourceContext(signal: AbortSignal): ResourceContext {
+    let last = 0
+    const every = this.deps.progressIntervalMs ?? 1000
+    return {
+      stackId: this.scope.stack.id,
+      stackName: this.scope.stack.name,
+      resourceName: this.row.name,
+      resourceUuid: this.row.uuid,
+      replacesUuid: this.begun.replacesUuid,
+      physicalName: physicalName(this.scope.stack.name, this.row),
+      signal,
+      progress: (msg, fraction) => {
+        const now = Date.now()
+        if (now - last < every) return
+        last = now
+        void this.deps.store.reportProgress(this.job, msg, fraction ?? null)
+      },
+      log: this.log,
+      config: this.deps.typeConfig,
+    }
+  }
+
+  /** Run a resource action with an AbortSignal; returns the error instead of throwing. */
+  private async act<T>(fn: (rc: ResourceContext) => Promise<T>): Promise<{ ok: true; value: T } | { ok: false; error: unknown; aborted: string | null }> {
+    const handle = this.deps.signals.open(this.job, this.scope.traversal.deadline)
+    try {
+      return { ok: true, value: await fn(this.resourceContext(handle.signal)) }
+    } catch (error) {
+      const aborted = handle.signal.aborted ? String(handle.signal.reason instanceof Error ? handle.signal.reason.message : handle.signal.reason ?? 'aborted') : null
+      return { ok: false, error, aborted }
+    } finally {
+      handle.close()
+    }
+  }
+
+  private async update(): Promise<NodeResult> {
+    const def = this.ctx!.definition?.resources[this.row.name]
+    if (!def) return this.fail('UPDATE', this.ctx!.definitionError ?? `no definition for ${this.row.name} in the traversal's template`)
+    const type = this.deps.types.get(def.type)
+    if (!type) return this.fail(this.row.action === 'INIT' ? 'CREATE' : 'UPDATE', `unknown resource type ${def.type}`)
+    const creating = this.row.action === 'INIT' || (this.row.action === 'CREATE' && this.row.status === 'FAILED' && this.row.properties === null)
+    let props: Record<string, unknown>
+    try {
+      const resolved = resolveProperties(this.ctx!.definition!, this.row.name, resolveContext(this.begun.inputs))
+      const checked = validateProperties(type.properties, resolved)
+      if (checked.issues.length) {
+        const text = checked.issues.map((i) => `resources.${this.row.name}.properties.${i.path}: ${i.message}`).join('; ')
+        return this.fail(creating ? 'CREATE' : 'UPDATE', `Property error: ${text}`)
+      }
+      props = checked.value
+    } catch (err) {
+      return this.fail(creating ? 'CREATE' : 'UPDATE', message(err))
+    }
+    if (this.begun.outcome === 'replace_deleting') return this.replace(def.type, 'the resource is being deleted by an older traversal', false)
+
+    const changed = this.row.properties ? changedProperties(this.row.properties, props) : Object.keys(props)
+    const decision = creating
+      ? ({ kind: 'create' } as const)
+      : decideUpdate({ row: this.row, newType: def.type, newProperties: props, changed, notUpdatable: needsReplacement(type.properties, changed) })
+    const common = { currentTemplateId: this.scope.traversal.rawTemplateId, requires: this.requires(), deletionPolicy: def.deletionPolicy, clearReplacedBy: true }
+
+    switch (decision.kind) {
+      case 'noop':
+        return this.finish({ ok: true, reason: 'unchanged', set: common, payload: payloadOf(this.row) }, 'unchanged')
+      case 'replace':
+        return this.replace(def.type, decision.reason, true)
+      case 'create': {
+        const res = await this.act((rc) => type.create(rc, props))
+        if (!res.ok) return this.actionFailed('CREATE', res)
+        return this.completed('CREATE', def.type, props, res.value, common, 'created')
+      }
+      case 'update': {
+        await this.deps.store.markInProgress(this.job, 'UPDATE')
+        const prev = { physicalId: this.row.physicalId, properties: this.row.properties ?? {}, attributes: this.row.attributes ?? {}, data: this.row.data ?? {} }
+        const res = await this.act((rc) => type.update(rc, props, prev, decision.changed))
+        if (!res.ok) {
+          if (res.error instanceof ReplaceRequired && !res.aborted) return this.replace(def.type, res.error.message, true)
+          return this.actionFailed('UPDATE', res)
+        }
+        return this.completed('UPDATE', def.type, props, res.value, common, 'updated')
+      }
+    }
+  }
+
+  private completed(
+    action: 'CREATE' | 'UPDATE',
+    type: string,
+    props: Record<string, unknown>,
+    out: { physicalId?: string | null; attributes?: Record<string, unknown>; data?: Record<string, unknown> },
+    common: Record<string, unknown>,
+    outcome: NodeOutcome,
+  ): Promise<NodeResult> {
+    const physicalId = out.physicalId !== undefined ? out.physicalId : (this.row.physicalId ?? physicalName(this.scope.stack.name, this.row))
+    const attributes = out.attributes ?? this.row.attributes ?? {}
+    const set = { ...common, action, status: 'COMPLETE' as const, statusReason: 'state changed', type, physicalId, properties: props, attributes, data: out.data ?? this.row.data ?? {} }
+    const payload = payloadOf(this.row, { physicalId, attributes, action, status: 'COMPLETE' })
+    return this.finish({ ok: true, reason: 'state changed', set, resourceEvent: true, payload }, outcome)
+  }
+
+  private actionFailed(action: ResourceAction, res: { error: unknown; aborted: string | null }): Promise<NodeResult> {
+    if (res.aborted) return this.fail(action, `${action} aborted (${res.aborted})`, true)
+    return this.fail(action, message(res.error))
+  }
+
+  private async replace(type: string, reason: string, holdsLock: boolean): Promise<NodeResult> {
+    const res = await this.deps.store.replaceNode(this.job, { type, requires: this.requires(), reason, claim: this.deps.inline, holdsLock })
+    if (res.outcome !== 'ok') return { outcome: res.outcome, next: null }
+    this.log.info(`replaced by #${res.replacement.id}: ${reason}`)
+    return { outcome: 'replaced', next: res.claimed }
+  }
+
+  private async cleanup(): Promise<NodeResult> {
+    const decision = decideCleanup(this.row, this.scope.traversal.rawTemplateId)
+    const deleted = { action: 'DELETE' as const, status: 'COMPLETE' as const }
+    switch (decision.kind) {
+      case 'noop':
+        return this.finish({ ok: true, reason: decision.reason }, 'unchanged')
+      case 'forget':
+        return this.finish({ ok: true, reason: 'never created', set: { ...deleted, statusReason: 'never created' }, resourceEvent: true, deleted: true }, 'deleted')
+      case 'retain':
+        return this.finish({ ok: true, reason: 'retained', set: { ...deleted, statusReason: 'deletion_policy Retain: physical resource kept' }, resourceEvent: true, deleted: true }, 'retained')
+      case 'delete': {
+        const type = this.deps.types.get(this.row.type)
+        if (!type) return this.fail('DELETE', `unknown resource type ${this.row.type}`)
+        const state = { physicalId: this.row.physicalId, properties: this.row.properties ?? {}, attributes: this.row.attributes ?? {}, data: this.row.data ?? {} }
+        const res = await this.act((rc) => type.delete(rc, state))
+        if (!res.ok) return this.actionFailed('DELETE', res)
+        return this.finish({ ok: true, reason: 'state changed', set: { ...deleted, statusReason: 'state changed' }, resourceEvent: true, deleted: true }, 'deleted')
+      }
+    }
+  }
+
+  private async check(): Promise<NodeResult> {
+    const type = this.deps.types.get(this.row.type)
+    if (!type) return this.fail('CHECK', `unknown resource type ${this.row.type}`)
+    const state = { physicalId: this.row.physicalId, properties: this.row.properties ?? {}, attributes: this.row.attributes ?? {}, data: this.row.data ?? {} }
+    const res = await this.act(async (rc) => type.check?.(rc, state))
+    if (!res.ok) return this.actionFailed('CHECK', res)
+    return this.finish(
+      { ok: true, reason: 'state changed', set: { action: 'CHECK', status: 'COMPLETE', statusReason: 'state changed' }, resourceEvent: true, payload: payloadOf(this.row, { action: 'CHECK', status: 'COMPLETE' }) },
+      'checked',
+    )
+  }
+}

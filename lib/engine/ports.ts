@@ -1,0 +1,123 @@
+/**
+ * The store interface the convergence logic runs against. The real one is
+ * lib/db/store.ts (PostgreSQL); every method is one short transaction, and
+ * none is held open across a resource action.
+ */
+import type { NodeKey, NodePayload, ResourceAction, ResourceStatus, StackAction, TraversalGraph } from './types'
+
+export type JobKind = 'check_resource' | 'rollback'
+
+export interface ClaimedJob {
+  id: number
+  kind: JobKind
+  stackId: string
+  traversalId: string | null
+  resourceId: number | null
+  isUpdate: boolean | null
+  /** Graph node a replacement reports as (Heat's impersonation). */
+  graphKeyId: number | null
+  attempts: number
+}
+
+export interface ResourceRow {
+  id: number
+  uuid: string
+  stackId: string
+  name: string
+  type: string
+  action: ResourceAction
+  status: ResourceStatus
+  statusReason: string
+  physicalId: string | null
+  currentTemplateId: string | null
+  requires: number[]
+  replaces: number | null
+  replacedBy: number | null
+  properties: Record<string, unknown> | null
+  attributes: Record<string, unknown> | null
+  data: Record<string, unknown> | null
+  deletionPolicy: string
+  engineId: string | null
+  lockTraversalId: string | null
+  leaseExpiresAt: Date | null
+}
+
+export interface NodeScope {
+  stack: { id: string; name: string; action: StackAction }
+  traversal: { id: string; action: StackAction; rawTemplateId: string; deadline: Date }
+}
+
+export type BeginResult =
+  | { outcome: 'gone' | 'stale' | 'duplicate' | 'skipped' | 'blocked' }
+  | ({ outcome: 'locked' | 'replace_deleting'; resource: ResourceRow; inputs: NodePayload[]; replacesUuid: string | null } & NodeScope)
+
+/** Column changes written when a node releases its row (absent = unchanged). */
+export interface RowUpdate {
+  action?: ResourceAction
+  status?: ResourceStatus
+  statusReason?: string
+  type?: string
+  physicalId?: string | null
+  properties?: Record<string, unknown>
+  attributes?: Record<string, unknown>
+  data?: Record<string, unknown>
+  requires?: number[]
+  currentTemplateId?: string
+  deletionPolicy?: string
+  clearReplacedBy?: boolean
+}
+
+export interface FinishRequest {
+  ok: boolean
+  /** Status reason on failure; a short note otherwise. */
+  reason?: string
+  set?: RowUpdate
+  /** The row's action/status changed: record a resource event (else a node event). */
+  resourceEvent?: boolean
+  /** What successors receive (update nodes only). */
+  payload?: NodePayload | null
+  successors: NodeKey[]
+  isRoot: boolean
+  /** Pre-claim the first successor this makes ready, to run it without a queue hop. */
+  claim: boolean
+  /** A cleanup node removed the row. */
+  deleted?: boolean
+  eventData?: Record<string, unknown>
+}
+
+export type FinishResult = { outcome: 'gone' | 'lock_lost' } | { outcome: 'ok'; claimed: ClaimedJob | null }
+
+export interface ReplaceRequest {
+  type: string
+  requires: number[]
+  reason: string
+  claim: boolean
+  /** false when the old row is locked by an older traversal deleting it */
+  holdsLock: boolean
+}
+
+export type ReplaceResult =
+  | { outcome: 'gone' | 'lock_lost' | 'stale' }
+  | { outcome: 'ok'; replacement: ResourceRow; claimed: ClaimedJob | null }
+
+/** Everything a worker needs to run the nodes of one traversal (loaded once, cached). */
+export interface StoredTraversal {
+  id: string
+  stackId: string
+  stackName: string
+  projectId: string
+  action: StackAction
+  rawTemplateId: string
+  deadline: Date
+  graph: TraversalGraph
+  template: { source: string; environment: Record<string, unknown>; parameters: Record<string, unknown> }
+}
+
+export interface ConvergenceStore {
+  beginNode(job: ClaimedJob): Promise<BeginResult>
+  finishNode(job: ClaimedJob, req: FinishRequest): Promise<FinishResult>
+  replaceNode(job: ClaimedJob, req: ReplaceRequest): Promise<ReplaceResult>
+  markInProgress(job: ClaimedJob, action: ResourceAction): Promise<boolean>
+  reportProgress(job: ClaimedJob, message: string, fraction: number | null): Promise<void>
+  loadTraversal(traversalId: string): Promise<StoredTraversal | null>
+}

@@ -1,0 +1,66 @@
+/**
+ * What a worker keeps in memory per traversal: the parsed template and its
+ * definition, and the indexed graph. A traversal's template and graph never
+ * change, so this is computed once per traversal per worker (not once per
+ * node, as Heat re-parses the template for every message).
+ */
+import { buildDefinition, parseEnvironment, parseTemplate } from '../template'
+import type { StackDefinition } from '../template/types'
+import { indexGraph } from './graph'
+import type { ConvergenceStore, StoredTraversal } from './ports'
+import type { GraphIndex, NodeId } from './types'
+
+export interface TraversalContext {
+  stored: StoredTraversal
+  /** null for a template that cannot be built any more (should not happen: it was validated at submit time) */
+  definition: StackDefinition | null
+  definitionError: string | null
+  index: GraphIndex
+}
+
+export function buildTraversalContext(stored: StoredTraversal): TraversalContext {
+  let definition: StackDefinition | null = null
+  let definitionError: string | null = null
+  try {
+    const template = parseTemplate(stored.template.source)
+    definition = buildDefinition(template, {
+      environment: parseEnvironment(stored.template.environment),
+      parameters: stored.template.parameters,
+      stackName: stored.stackName,
+      stackId: stored.stackId,
+      projectId: stored.projectId,
+    })
+  } catch (err) {
+    definitionError = err instanceof Error ? err.message : String(err)
+  }
+  return { stored, definition, definitionError, index: indexGraph(stored.graph) }
+}
+
+/** A small LRU of traversal contexts, loading through the store on a miss. */
+export class TraversalCache {
+  private readonly entries = new Map<string, Promise<TraversalContext | null>>()
+
+  constructor(
+    private readonly store: Pick<ConvergenceStore, 'loadTraversal'>,
+    private readonly capacity = 32,
+  ) {}
+
+  get(traversalId: string): Promise<TraversalContext | null> {
+    const hit = this.entries.get(traversalId)
+    if (hit) {
+      this.entries.delete(traversalId)
+      this.entries.set(traversalId, hit)
+      return hit
+    }
+    const loading = this.store.loadTraversal(traversalId).then((t) => (t ? buildTraversalContext(t) : null))
+    loading.catch(() => this.entries.delete(traversalId))
+    this.entries.set(traversalId, loading)
+    while (this.entries.size > this.capacity) this.entries.delete(this.entries.keys().next().value!)
+    return loading
+  }
+}
+
+/** Successors of a node in cast order, and whether it is a root. */
+export function nodeLinks(index: GraphIndex, id: NodeId) {
+  return { successors: index.requiredBy.get(id) ?? [], isRoot: index.roots.has(id) }
+}

@@ -1,0 +1,136 @@
+/**
+ * From PostgreSQL to browsers. Workers never call the web server: every event
+ * row is written with `NOTIFY kiln_events '<stack id>'` in the same
+ * transaction. Each web server LISTENs, reads the new rows of the stacks its
+ * clients watch (seq > last sent), and emits them, in order, to the stack's
+ * room. Several web servers each do this for their own clients.
+ */
+import pg from 'pg'
+import type { Logger } from '../logger'
+import type { StackEventMessage } from './contracts'
+
+export interface RoomEmitter {
+  /** Is anybody in this room? */
+  watched(room: string): boolean
+  emit(room: string, event: string, payload: unknown): void
+}
+
+export interface Bridge {
+  /** The seq a new subscriber's room starts after (events after it will be pushed). */
+  track(stackId: string): Promise<number>
+  close(): Promise<void>
+  /** Delivered event count (for tests and the load suite). */
+  readonly delivered: number
+}
+
+export function rowToMessage(r: Record<string, unknown>): StackEventMessage {
+  return {
+    version: 1,
+    stackId: String(r.stack_id),
+    seq: Number(r.seq),
+    traversalId: (r.traversal_id as string | null) ?? null,
+    kind: r.kind as StackEventMessage['kind'],
+    resourceId: r.resource_id === null ? null : Number(r.resource_id),
+    resourceName: (r.resource_name as string | null) ?? null,
+    physicalId: (r.physical_id as string | null) ?? null,
+    action: (r.action as string | null) ?? null,
+    status: (r.status as string | null) ?? null,
+    reason: String(r.reason ?? ''),
+    data: (r.data as Record<string, unknown> | null) ?? null,
+    at: new Date(r.created_at as string).toISOString(),
+  }
+}
+
+export function startBridge(opts: { url: string; pool: pg.Pool; rooms: RoomEmitter; log: Logger }): Bridge {
+  const lastSeq = new Map<string, number>()
+  const projectOf = new Map<string, string>()
+  const dirty = new Set<string>()
+  let flushing = false
+  let closed = false
+  let client: pg.Client | null = null
+  let backoff = 0
+  let delivered = 0
+
+  async function flush() {
+    if (flushing) return
+    flushing = true
+    try {
+      while (dirty.size && !closed) {
+        const stackId = dirty.values().next().value as string
+        dirty.delete(stackId)
+        const room = `stack:${stackId}`
+        const project = projectOf.get(stackId)
+        const watched = opts.rooms.watched(room) || (project !== undefined && opts.rooms.watched(`project:${project}`))
+        if (!watched || !lastSeq.has(stackId)) continue
+        for (;;) {
+          const { rows } = await opts.pool.query(`SELECT * FROM event WHERE stack_id = $1 AND seq > $2 ORDER BY seq LIMIT 500`, [stackId, lastSeq.get(stackId)])
+          if (!rows.length) break
+          const events = rows.map(rowToMessage)
+          lastSeq.set(stackId, events.at(-1)!.seq)
+          opts.rooms.emit(room, 'stack:events', { stackId, events })
+          if (project) for (const e of events) if (e.kind === 'stack') opts.rooms.emit(`project:${project}`, 'project:stack', e)
+          delivered += events.length
+          if (rows.length < 500) break
+        }
+      }
+    } catch (err) {
+      opts.log.warn(`event bridge: ${(err as Error).message}`)
+    } finally {
+      flushing = false
+      if (dirty.size && !closed) setTimeout(() => void flush(), 200).unref()
+    }
+  }
+
+  async function connect() {
+    const c = new pg.Client({ connectionString: opts.url, application_name: 'kiln-web-events' })
+    c.on('notification', (msg) => {
+      if (msg.channel !== 'kiln_events' || !msg.payload) return
+      dirty.add(msg.payload)
+      void flush()
+    })
+    const retry = () => {
+      if (closed || client !== c) return
+      client = null
+      c.end().catch(() => {})
+      const delay = Math.min(5000, 100 * 2 ** backoff++)
+      opts.log.warn(`event bridge: LISTEN connection lost; reconnecting in ${delay} ms`)
+      setTimeout(() => {
+        connect()
+          .then(() => {
+            // Anything committed while we were away: re-read every tracked stack.
+            for (const id of lastSeq.keys()) dirty.add(id)
+            void flush()
+          })
+          .catch(retry)
+      }, delay).unref()
+    }
+    c.on('error', retry)
+    c.on('end', retry)
+    await c.connect()
+    await c.query('LISTEN kiln_events')
+    client = c
+    backoff = 0
+  }
+
+  void connect().catch((err) => opts.log.error(`event bridge: ${(err as Error).message}`))
+
+  return {
+    get delivered() {
+      return delivered
+    },
+    async track(stackId: string) {
+      const { rows } = await opts.pool.query(`SELECT event_seq, project_id FROM stack WHERE id = $1`, [stackId])
+      const seq = Number(rows[0]?.event_seq ?? 0)
+      if (rows[0]) projectOf.set(stackId, String(rows[0].project_id))
+      const known = lastSeq.get(stackId)
+      if (known === undefined || known > seq) lastSeq.set(stackId, seq)
+      return lastSeq.get(stackId)!
+    },
+    async close() {
+      closed = true
+      const c = client
+      client = null
+      await c?.end().catch(() => {})
+    },
+  }
+}

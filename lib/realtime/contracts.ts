@@ -1,0 +1,34 @@
+/**
+ * Socket.IO messages between the web server and browsers (import-free so the
+ * UI can use it). Every event carries its per-stack sequence number; a client
+ * that sees a gap (or reconnects) refetches over REST, so the database stays
+ * the truth.
+ */
+export interface StackEventMessage {
+  version: 1
+  stackId: string
+  seq: number
+  traversalId: string | null
+  kind: 'stack' | 'traversal' | 'resource' | 'node' | 'lock' | 'progress'
+  resourceId: number | null
+  resourceName: string | null
+  physicalId: string | null
+  action: string | null
+  status: string | null
+  reason: string
+  data: Record<string, unknown> | null
+  at: string
+}
+
+export interface ServerToClientEvents {
+  /** Events of one stack, in seq order. */
+  'stack:events': (msg: { stackId: string; events: StackEventMessage[] }) => void
+  /** Stack-level changes of the project (for the stacks list). */
+  'project:stack': (msg: StackEventMessage) => void
+}
+
+export interface ClientToServerEvents {
+  /** Join a stack's room; the ack says the seq the room starts after (or an error). */
+  'stack:subscribe': (stackId: string, ack: (res: { ok: true; lastSeq: number } | { ok: false; error: string }) => void) => void
+  'stack:unsubscribe': (stackId: string) => void
+}

@@ -1,0 +1,44 @@
+/**
+ * Authenticating a Socket.IO connection: an API token in the handshake
+ * (`auth: { token }`), or the browser's session cookie. Sessions are looked
+ * up here too so that sockets and HTTP requests agree on who is who.
+ */
+import type pg from 'pg'
+import { hashToken, verifyToken } from '../auth/tokens'
+
+export interface SocketPrincipal {
+  projectId: string
+  tokenId: string
+  name: string
+}
+
+export const SESSION_COOKIE = 'kiln_session'
+
+function cookieValue(header: string | undefined, name: string): string | null {
+  if (!header) return null
+  for (const part of header.split(';')) {
+    const [k, ...v] = part.trim().split('=')
+    if (k === name) return decodeURIComponent(v.join('='))
+  }
+  return null
+}
+
+export async function authenticateSocket(
+  pool: Pick<pg.Pool, 'query'>,
+  handshake: { auth?: Record<string, unknown>; headers: Record<string, string | string[] | undefined> },
+): Promise<SocketPrincipal | null> {
+  const token = typeof handshake.auth?.token === 'string' ? handshake.auth.token : null
+  if (token) {
+    const p = await verifyToken(pool, token)
+    return p ? { projectId: p.projectId, tokenId: p.tokenId, name: p.tokenName } : null
+  }
+  const cookie = cookieValue(handshake.headers.cookie as string | undefined, SESSION_COOKIE)
+  if (!cookie) return null
+  const { rows } = await pool.query(
+    `SELECT t.id, t.name, t.project_id FROM session s JOIN api_token t ON t.id = s.token_id
+      WHERE s.session_hash = $1 AND s.expires_at > now() AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > now())`,
+    [hashToken(cookie)],
+  )
+  const r = rows[0]
+  return r ? { projectId: r.project_id, tokenId: r.id, name: r.name } : null
+}

@@ -1,0 +1,65 @@
+/**
+ * Domain errors the service layer throws; the API maps `status` to the HTTP
+ * status and `body()` to the JSON body. Anything else is a bug (500, logged).
+ */
+import type { TemplateIssue } from '../template/types'
+
+export abstract class DomainError extends Error {
+  abstract readonly status: number
+  abstract readonly code: string
+  body(): Record<string, unknown> {
+    return { error: { code: this.code, message: this.message } }
+  }
+}
+
+export class NotFoundError extends DomainError {
+  override name = 'NotFoundError'
+  readonly status = 404
+  readonly code = 'not_found'
+}
+
+/** The operation cannot proceed in the stack's current state (e.g. update while a delete runs). */
+export class ConflictError extends DomainError {
+  override name = 'ConflictError'
+  readonly status = 409
+  readonly code = 'conflict'
+}
+
+export class ForbiddenError extends DomainError {
+  override name = 'ForbiddenError'
+  readonly status = 403
+  readonly code = 'forbidden'
+}
+
+/** Bad input: every problem with its template path, line and column. */
+export class ValidationError extends DomainError {
+  override name = 'ValidationError'
+  readonly status = 400
+  readonly code = 'validation_failed'
+  constructor(
+    message: string,
+    readonly issues: TemplateIssue[] = [],
+  ) {
+    super(message)
+  }
+  override body() {
+    return { error: { code: this.code, message: this.message, issues: this.issues } }
+  }
+}
+
+/** A configured size limit was exceeded. */
+export class LimitError extends DomainError {
+  override name = 'LimitError'
+  readonly status = 413
+  readonly code = 'limit_exceeded'
+  constructor(
+    message: string,
+    readonly limit: string,
+    readonly max: number,
+  ) {
+    super(message)
+  }
+  override body() {
+    return { error: { code: this.code, message: this.message, limit: this.limit, max: this.max } }
+  }
+}

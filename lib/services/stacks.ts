@@ -1,0 +1,308 @@
+/**
+ * Stack operations: the one path from the API, the UI, the CLI and the worker
+ * to the data. Each starts a traversal (lib/db/queries/traversal.ts) in one
+ * transaction; nothing waits for the traversal to finish.
+ *
+ *   create · update (also while IN_PROGRESS: supersedes) · cancel (with or
+ *   without rollback) · delete (also while IN_PROGRESS: aborts in-flight
+ *   actions) · rollback · check · rollbackAfterFailure (worker)
+ */
+import crypto from 'node:crypto'
+import type pg from 'pg'
+import type { Db } from '../db/client'
+import { startTraversal, stopTraversal, type StartTraversalInput, type TraversalPlan } from '../db/queries/traversal'
+import type { StackAction } from '../engine/types'
+import { buildDefinition, parseEnvironment, parseTemplate } from '../template'
+import type { TypeCatalog } from '../template/types'
+import { ConflictError, NotFoundError, ValidationError } from './errors'
+import type { ResourceType } from '../resources/types'
+import { previewUpdate, type PreviewResult } from './preview'
+import { checkSubmission, EMPTY_TEMPLATE_SOURCE, planFor, type Limits, type Submission } from './templates'
+
+export interface Actor {
+  projectId: string
+  /** Who asked (token name), recorded on the traversal. */
+  name: string
+}
+
+export interface ServiceDeps {
+  db: Db
+  catalog: TypeCatalog
+  /** Resource types (property schemas for previews). */
+  types: { get(name: string): ResourceType | undefined }
+  limits: Limits
+  defaultTimeoutMins: number
+}
+
+export interface StackRecord {
+  id: string
+  projectId: string
+  name: string
+  action: StackAction
+  status: string
+  statusReason: string
+  currentTraversalId: string | null
+  rawTemplateId: string | null
+  lastGoodTemplateId: string | null
+  timeoutMins: number
+  disableRollback: boolean
+  deletedAt: Date | null
+}
+
+export interface OperationResult {
+  stack: { id: string; name: string }
+  traversalId: string | null
+  action: StackAction | 'CANCEL'
+  /** The traversal this one superseded, if a traversal was running. */
+  superseded: string | null
+}
+
+export interface CreateRequest extends Submission {
+  name: string
+  timeoutMins?: number
+  disableRollback?: boolean
+  tags?: string[]
+}
+
+export interface UpdateRequest extends Partial<Submission> {
+  /** PATCH semantics: reuse the current template and parameters; given parameters override. */
+  existing?: boolean
+  timeoutMins?: number
+  disableRollback?: boolean
+}
+
+const STACK_NAME = /^[a-zA-Z][a-zA-Z0-9_.-]{0,254}$/
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+function toRecord(r: Record<string, unknown>): StackRecord {
+  return {
+    id: String(r.id),
+    projectId: String(r.project_id),
+    name: String(r.name),
+    action: r.action as StackAction,
+    status: String(r.status),
+    statusReason: String(r.status_reason),
+    currentTraversalId: (r.current_traversal_id as string | null) ?? null,
+    rawTemplateId: (r.raw_template_id as string | null) ?? null,
+    lastGoodTemplateId: (r.last_good_template_id as string | null) ?? null,
+    timeoutMins: Number(r.timeout_mins),
+    disableRollback: Boolean(r.disable_rollback),
+    deletedAt: (r.deleted_at as Date | null) ?? null,
+  }
+}
+
+async function insertTemplate(client: pg.PoolClient, id: string, stackId: string, source: string, template: unknown, environment: unknown, parameters: unknown) {
+  await client.query(`INSERT INTO raw_template (id, stack_id, source, template, environment, parameters) VALUES ($1, $2, $3, $4, $5, $6)`, [
+    id,
+    stackId,
+    source,
+    JSON.stringify(template),
+    JSON.stringify(environment ?? {}),
+    JSON.stringify(parameters ?? {}),
+  ])
+}
+
+export function createStackService(deps: ServiceDeps) {
+  const { pool } = deps.db
+
+  /** A stack of the actor's project by id or name. Other projects' stacks are "not found" (never revealed). */
+  async function find(actor: Actor, ref: string, opts: { includeDeleted?: boolean } = {}): Promise<StackRecord> {
+    const byId = UUID.test(ref)
+    const { rows } = await pool.query(
+      byId
+        ? `SELECT * FROM stack WHERE id = $1 AND project_id = $2 ${opts.includeDeleted ? '' : 'AND deleted_at IS NULL'}`
+        : `SELECT * FROM stack WHERE name = $1 AND project_id = $2 AND deleted_at IS NULL`,
+      [ref, actor.projectId],
+    )
+    if (!rows[0]) throw new NotFoundError(`stack ${ref} not found`)
+    return toRecord(rows[0])
+  }
+
+  async function run(input: StartTraversalInput, stack: { id: string; name: string }, action: StackAction): Promise<OperationResult> {
+    const res = await startTraversal(pool, input)
+    if (!res.started) {
+      if (res.reason === 'not_found') throw new NotFoundError(`stack ${stack.name} not found`)
+      throw new ConflictError(res.detail ?? `the ${action} could not start`)
+    }
+    return { stack, traversalId: res.traversalId, action, superseded: res.superseded }
+  }
+
+  /** The plan of a stored template (rollback target, check). */
+  async function storedPlan(stack: StackRecord, templateId: string): Promise<TraversalPlan> {
+    const { rows } = await pool.query('SELECT source, environment, parameters FROM raw_template WHERE id = $1', [templateId])
+    const t = rows[0]
+    if (!t) throw new ConflictError('the stored template is missing')
+    const def = buildDefinition(parseTemplate(t.source), {
+      environment: parseEnvironment(t.environment),
+      parameters: t.parameters,
+      stackName: stack.name,
+      stackId: stack.id,
+      projectId: stack.projectId,
+    })
+    return planFor(def)
+  }
+
+  /** The submission an update or preview means: PATCH semantics reuse the current template and parameters. */
+  async function submissionFor(stack: StackRecord, req: UpdateRequest): Promise<Submission> {
+    if (req.template && !req.existing) return { template: req.template, environment: req.environment, parameters: req.parameters }
+    if (!stack.rawTemplateId) throw new ConflictError('the stack has no template to reuse')
+    const { rows } = await pool.query('SELECT source, environment, parameters FROM raw_template WHERE id = $1', [stack.rawTemplateId])
+    const cur = rows[0]
+    return {
+      template: req.template ?? cur.source,
+      environment: req.environment ?? cur.environment,
+      parameters: { ...cur.parameters, ...(req.parameters ?? {}) },
+    }
+  }
+
+  async function startRollback(stack: StackRecord, actor: string, expect: string | null): Promise<OperationResult> {
+    let templateId = stack.lastGoodTemplateId
+    let plan: TraversalPlan = { names: [], types: {}, dependsOn: {} }
+    let before: StartTraversalInput['before']
+    if (templateId) plan = await storedPlan(stack, templateId)
+    else {
+      // Rolling back a create: converge to nothing.
+      templateId = crypto.randomUUID()
+      const id = templateId
+      before = (c) => insertTemplate(c, id, stack.id, EMPTY_TEMPLATE_SOURCE, {}, {}, {})
+    }
+    return run({ stackId: stack.id, action: 'ROLLBACK', rawTemplateId: templateId, plan, startedBy: actor, expectTraversalId: expect, before }, stack, 'ROLLBACK')
+  }
+
+  return {
+    find,
+
+    async create(actor: Actor, req: CreateRequest): Promise<OperationResult> {
+      if (!STACK_NAME.test(req.name)) {
+        throw new ValidationError(`invalid stack name "${req.name}": it must start with a letter and contain only letters, digits, _ . - (at most 255)`)
+      }
+      const stackId = crypto.randomUUID()
+      const checked = checkSubmission(req, { catalog: deps.catalog, limits: deps.limits, stackName: req.name, stackId, projectId: actor.projectId })
+      const templateId = crypto.randomUUID()
+      const timeoutMins = req.timeoutMins ?? deps.defaultTimeoutMins
+      try {
+        return await run(
+          {
+            stackId,
+            action: 'CREATE',
+            rawTemplateId: templateId,
+            plan: checked.plan,
+            startedBy: actor.name,
+            timeoutMins,
+            expectTraversalId: null,
+            before: async (c) => {
+              await c.query(
+                `INSERT INTO stack (id, project_id, name, action, status, status_reason, timeout_mins, disable_rollback, created_by, tags)
+                 VALUES ($1, $2, $3, 'CREATE', 'IN_PROGRESS', 'Stack CREATE started', $4, $5, $6, $7)`,
+                [stackId, actor.projectId, req.name, timeoutMins, req.disableRollback ?? true, actor.name, req.tags ?? []],
+              )
+              await insertTemplate(c, templateId, stackId, checked.source, checked.template.json, checked.environmentJson, checked.parameters)
+            },
+          },
+          { id: stackId, name: req.name },
+          'CREATE',
+        )
+      } catch (err) {
+        if ((err as { code?: string }).code === '23505') throw new ConflictError(`a stack named ${req.name} already exists`)
+        throw err
+      }
+    },
+
+    async update(actor: Actor, ref: string, req: UpdateRequest): Promise<OperationResult> {
+      const stack = await find(actor, ref)
+      if (stack.action === 'DELETE') throw new ConflictError(`stack ${stack.name} is being deleted; it cannot be updated`)
+      const checked = checkSubmission(await submissionFor(stack, req), { catalog: deps.catalog, limits: deps.limits, stackName: stack.name, stackId: stack.id, projectId: actor.projectId })
+      const templateId = crypto.randomUUID()
+      return run(
+        {
+          stackId: stack.id,
+          action: 'UPDATE',
+          rawTemplateId: templateId,
+          plan: checked.plan,
+          startedBy: actor.name,
+          timeoutMins: req.timeoutMins,
+          disableRollback: req.disableRollback,
+          before: (c) => insertTemplate(c, templateId, stack.id, checked.source, checked.template.json, checked.environmentJson, checked.parameters),
+        },
+        stack,
+        'UPDATE',
+      )
+    },
+
+    /** What an update would do, against the in-flight target (nothing is written). */
+    async preview(actor: Actor, ref: string, req: UpdateRequest): Promise<PreviewResult> {
+      const stack = await find(actor, ref)
+      const checked = checkSubmission(await submissionFor(stack, req), { catalog: deps.catalog, limits: deps.limits, stackName: stack.name, stackId: stack.id, projectId: actor.projectId })
+      return previewUpdate(pool, stack, checked.definition, deps.types)
+    },
+
+    async cancel(actor: Actor, ref: string, opts: { rollback: boolean }): Promise<OperationResult> {
+      const stack = await find(actor, ref)
+      if (stack.status !== 'IN_PROGRESS') throw new ConflictError(`stack ${stack.name} is ${stack.action}_${stack.status}: there is nothing to cancel`)
+      if (stack.action === 'DELETE') throw new ConflictError('a delete cannot be cancelled')
+      if (opts.rollback) {
+        if (stack.action === 'ROLLBACK') throw new ConflictError('the stack is already rolling back')
+        if (stack.action === 'CHECK') throw new ConflictError('a check has nothing to roll back; cancel it without rollback')
+        return startRollback(stack, actor.name, stack.currentTraversalId)
+      }
+      const res = await stopTraversal(pool, stack.id, `Stack ${stack.action} cancelled`)
+      if (!res.stopped) throw new ConflictError('the operation finished before it could be cancelled')
+      return { stack, traversalId: null, action: 'CANCEL', superseded: res.traversalId }
+    },
+
+    async delete(actor: Actor, ref: string): Promise<OperationResult> {
+      const stack = await find(actor, ref)
+      if (stack.action === 'DELETE' && stack.status === 'IN_PROGRESS') {
+        return { stack, traversalId: stack.currentTraversalId, action: 'DELETE', superseded: null }
+      }
+      const templateId = crypto.randomUUID()
+      return run(
+        {
+          stackId: stack.id,
+          action: 'DELETE',
+          rawTemplateId: templateId,
+          plan: { names: [], types: {}, dependsOn: {} },
+          startedBy: actor.name,
+          abortInFlight: true,
+          before: (c) => insertTemplate(c, templateId, stack.id, EMPTY_TEMPLATE_SOURCE, {}, {}, {}),
+        },
+        stack,
+        'DELETE',
+      )
+    },
+
+    /** Roll back to the last template that completed (or delete everything after a failed create). */
+    async rollback(actor: Actor, ref: string): Promise<OperationResult> {
+      const stack = await find(actor, ref)
+      if (stack.action === 'DELETE') throw new ConflictError('a deleted stack cannot be rolled back')
+      if (stack.status === 'COMPLETE' && stack.action !== 'ROLLBACK') {
+        if (!stack.lastGoodTemplateId || stack.lastGoodTemplateId === stack.rawTemplateId) throw new ConflictError('the stack is already at its last good template')
+      }
+      return startRollback(stack, actor.name, stack.currentTraversalId)
+    },
+
+    async check(actor: Actor, ref: string): Promise<OperationResult> {
+      const stack = await find(actor, ref)
+      if (stack.status === 'IN_PROGRESS') throw new ConflictError(`stack ${stack.name} is ${stack.action}_IN_PROGRESS; check it when it is done`)
+      if (!stack.rawTemplateId) throw new ConflictError('the stack has no template')
+      const plan = await storedPlan(stack, stack.rawTemplateId)
+      return run({ stackId: stack.id, action: 'CHECK', rawTemplateId: stack.rawTemplateId, plan, startedBy: actor.name, expectTraversalId: stack.currentTraversalId }, stack, 'CHECK')
+    },
+
+    /** Worker job: the traversal failed and the stack rolls back on failure. No-op if the stack moved on. */
+    async rollbackAfterFailure(stackId: string, failedTraversalId: string): Promise<OperationResult | null> {
+      const { rows } = await pool.query('SELECT * FROM stack WHERE id = $1 AND deleted_at IS NULL', [stackId])
+      if (!rows[0]) return null
+      const stack = toRecord(rows[0])
+      if (stack.currentTraversalId !== failedTraversalId || stack.status !== 'FAILED') return null
+      try {
+        return await startRollback(stack, 'automatic rollback', failedTraversalId)
+      } catch (err) {
+        if (err instanceof ConflictError) return null
+        throw err
+      }
+    },
+  }
+}
+
+export type StackService = ReturnType<typeof createStackService>

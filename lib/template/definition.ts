@@ -1,0 +1,134 @@
+/**
+ * buildDefinition: a parsed template plus parameter values -> the stack's
+ * definition. Parameters are converted and constrained, conditions evaluated
+ * (lazily, so a condition may refer to another, and a loop is reported),
+ * disabled resources dropped, static functions computed, resource types and
+ * literal properties checked against the type catalog, and the dependency
+ * graph checked for cycles (all of them, not only the first). Every problem is
+ * collected; one TemplateError carries them all.
+ */
+import { findCycles } from './cycles'
+import { aliasType, EMPTY_ENVIRONMENT } from './environment'
+import { conditionValue, containsDeferred, Deferred, evaluateStatic, type StaticScope } from './evaluate'
+import { IssueList } from './issues'
+import { resolveParameterValues } from './parameters'
+import type { PathPart } from './positions'
+import { UNKNOWN, type BuildOptions, type OutputSnippet, type ParsedTemplate, type ResourceDefinition, type StackDefinition } from './types'
+
+export function buildDefinition(t: ParsedTemplate, opts: BuildOptions = {}): StackDefinition {
+  const issues = new IssueList({ find: (p) => t.positionOf(p) })
+  const env = opts.environment ?? EMPTY_ENVIRONMENT
+  const params = resolveParameterValues(t, env, opts.parameters ?? {}, { stackName: opts.stackName, stackId: opts.stackId, projectId: opts.projectId }, issues)
+
+  const typeOf = (name: string) => aliasType(env, t.resources[name]!.type)
+  const conditionCache = new Map<string, boolean>()
+  const evaluating: string[] = []
+  const scope: StaticScope = {
+    version: t.version,
+    params,
+    hasCondition: (name) => Object.hasOwn(t.conditions, name),
+    condition(name) {
+      const cached = conditionCache.get(name)
+      if (cached !== undefined) return cached
+      if (evaluating.includes(name)) {
+        const loop = [...evaluating.slice(evaluating.indexOf(name)), name]
+        issues.add('cycle', ['conditions', name], `conditions refer to each other in a loop: ${loop.join(' -> ')}`)
+        conditionCache.set(name, false)
+        return false
+      }
+      evaluating.push(name)
+      const value = conditionValue(t.conditions[name], scope, ['conditions', name])
+      evaluating.pop()
+      conditionCache.set(name, value)
+      return value
+    },
+    defined: new Set(Object.keys(t.resources)),
+    enabled: new Set<string>(),
+    attributesOf: (name) => (opts.types && t.resources[name] ? opts.types.attributes(typeOf(name)) : undefined),
+    issues,
+  }
+  // Every condition is evaluated, used or not, so a broken one is reported.
+  for (const name of Object.keys(t.conditions)) scope.condition(name, ['conditions', name])
+  for (const [name, r] of Object.entries(t.resources)) {
+    if (r.condition === undefined || conditionValue(r.condition, scope, ['resources', name, 'condition'])) scope.enabled.add(name)
+  }
+
+  const resources: Record<string, ResourceDefinition> = {}
+  for (const name of [...scope.enabled].sort()) {
+    const r = t.resources[name]!
+    const base: PathPart[] = ['resources', name]
+    const type = typeOf(name)
+    const refs = new Set<string>()
+    const local: StaticScope = { ...scope, refs }
+    const properties = evaluateStatic(r.properties, local, [...base, 'properties']) as Record<string, unknown>
+    const metadata = evaluateStatic(r.metadata, local, [...base, 'metadata']) as Record<string, unknown>
+    r.dependsOn.forEach((dep, i) => {
+      const at = typeof t.json.resources === 'object' && Array.isArray((t.json.resources as Record<string, { depends_on?: unknown }>)[name]?.depends_on) ? [...base, 'depends_on', i] : [...base, 'depends_on']
+      if (!scope.defined.has(dep)) issues.add('reference', at, `depends_on refers to "${dep}", which is not a resource of this template`)
+      else if (scope.enabled.has(dep)) refs.add(dep) // a dependency on a disabled resource is dropped, as Heat does
+    })
+    if (r.type && opts.types) {
+      if (!opts.types.has(type)) {
+        issues.add('type', [...base, 'type'], `unknown resource type "${r.type}"${type !== r.type ? ` (aliased to "${type}")` : ''}`)
+      } else {
+        for (const p of opts.types.validateProperties(type, withUnknowns(properties) as Record<string, unknown>)) {
+          issues.add('property', [...base, 'properties', ...splitPath(p.path)], p.message)
+        }
+      }
+    }
+    resources[name] = {
+      name,
+      type,
+      properties,
+      dependsOn: [...refs].sort(),
+      deletionPolicy: r.deletionPolicy,
+      // Metadata that needs resource values is kept as written (Kiln does not expose it at runtime).
+      metadata: containsDeferred(metadata) ? r.metadata : metadata,
+    }
+  }
+
+  if (opts.maxResources !== undefined && Object.keys(resources).length > opts.maxResources) {
+    issues.add('limit', ['resources'], `the template has ${Object.keys(resources).length} resources; the limit is ${opts.maxResources}`)
+  }
+
+  const names = Object.keys(resources)
+  const { cycles, truncated } = findCycles(names, new Map(names.map((n) => [n, resources[n]!.dependsOn])))
+  if (cycles.length) {
+    const text = cycles.map((c) => [...c, c[0]].join(' -> ')).join('; ')
+    issues.add('cycle', ['resources', cycles[0]![0]!], `Circular Dependency Found: ${cycles.length}${truncated ? '+' : ''} cycle(s): ${text}`, { cycles })
+  }
+
+  const outputs: Record<string, OutputSnippet> = {}
+  for (const [name, o] of Object.entries(t.outputs)) {
+    const base: PathPart[] = ['outputs', name]
+    const on = o.condition === undefined || conditionValue(o.condition, scope, [...base, 'condition'])
+    outputs[name] = {
+      ...(o.description !== undefined ? { description: o.description } : {}),
+      value: on ? evaluateStatic(o.value, scope, [...base, 'value']) : null,
+    }
+  }
+
+  issues.throwIfAny()
+  return {
+    template: t,
+    parameters: params,
+    hiddenParameters: Object.values(t.parameters).filter((p) => p.hidden).map((p) => p.name),
+    resources,
+    outputs,
+  }
+}
+
+/** Deferred values become UNKNOWN so type validation skips what it cannot know yet. */
+function withUnknowns(v: unknown): unknown {
+  if (v instanceof Deferred) return UNKNOWN
+  if (Array.isArray(v)) return v.map(withUnknowns)
+  if (typeof v === 'object' && v !== null) return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, withUnknowns(x)]))
+  return v
+}
+
+/** `action_wait_secs.create` / `networks[0].port` -> path parts. */
+export function splitPath(path: string): PathPart[] {
+  const out: PathPart[] = []
+  for (const m of path.matchAll(/([^.[\]]+)|\[(\d+)\]/g)) out.push(m[2] !== undefined ? Number(m[2]) : m[1]!)
+  return out
+}

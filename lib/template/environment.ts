@@ -1,0 +1,80 @@
+/**
+ * parseEnvironment: a Heat environment (`parameters`, `parameter_defaults`,
+ * `resource_registry`) given as YAML/JSON text or an object. Only type
+ * aliases are supported in the registry (`My::Server: OS::Heat::None`), not
+ * nested template files or per-resource overrides, since Kiln has no file
+ * store to fetch them from; those are reported as errors rather than ignored.
+ * Issues are prefixed `environment.` so they never look like template paths.
+ */
+import { IssueList } from './issues'
+import { isMap, readYaml } from './parse'
+import { PositionIndex, type PathPart } from './positions'
+import type { Environment } from './types'
+
+const SECTIONS = ['parameters', 'parameter_defaults', 'resource_registry', 'encrypted_param_names', 'event_sinks', 'parameter_merge_strategies']
+const PREFIX: PathPart[] = ['environment']
+
+export const EMPTY_ENVIRONMENT: Environment = Object.freeze({ parameters: {}, parameterDefaults: {}, resourceRegistry: {} }) as Environment
+
+export function parseEnvironment(source: string | object | null | undefined): Environment {
+  if (source === null || source === undefined) return { parameters: {}, parameterDefaults: {}, resourceRegistry: {} }
+  let value: unknown = source
+  let positions = PositionIndex.empty()
+  if (typeof source === 'string') {
+    if (!source.trim()) return { parameters: {}, parameterDefaults: {}, resourceRegistry: {} }
+    ;({ value, positions } = readYaml(source, PREFIX))
+  }
+  // Positions index the environment's own text; issues carry the `environment.` prefix.
+  const issues = new IssueList({ find: (p) => positions.find(p.slice(PREFIX.length)) }, PREFIX)
+  if (!isMap(value)) {
+    issues.add('structure', [], 'an environment must be a map with parameters, parameter_defaults and/or resource_registry')
+    issues.throwIfAny()
+  }
+  const env = value as Record<string, unknown>
+  for (const k of Object.keys(env)) {
+    if (!SECTIONS.includes(k)) issues.add('structure', [k], `unknown environment section "${k}"; valid sections are parameters, parameter_defaults, resource_registry`)
+  }
+  const section = (key: string): Record<string, unknown> => {
+    const v = env[key]
+    if (v === undefined || v === null) return {}
+    if (!isMap(v)) {
+      issues.add('structure', [key], `${key} must be a map`)
+      return {}
+    }
+    return v
+  }
+  const parameters = section('parameters')
+  const parameterDefaults = section('parameter_defaults')
+  const resourceRegistry: Record<string, string> = {}
+  for (const [from, to] of Object.entries(section('resource_registry'))) {
+    if (typeof to === 'string' && !/\.(ya?ml|json|template)$/.test(to) && !to.includes('/')) {
+      resourceRegistry[from] = to
+    } else if (from === 'resources' && isMap(to)) {
+      issues.add('structure', ['resource_registry', 'resources'], 'per-resource registry entries are not supported; alias the type instead')
+    } else {
+      issues.add('structure', ['resource_registry', from], 'resource_registry entries must alias a type name to another type name (nested template files are not supported)')
+    }
+  }
+  // An alias chain must end at a concrete name, not loop.
+  for (const start of Object.keys(resourceRegistry)) {
+    const seen = new Set<string>([start])
+    let cur = resourceRegistry[start]!
+    while (cur in resourceRegistry) {
+      if (seen.has(cur)) {
+        issues.add('structure', ['resource_registry', start], `resource_registry aliases loop: ${[...seen, cur].join(' -> ')}`)
+        break
+      }
+      seen.add(cur)
+      cur = resourceRegistry[cur]!
+    }
+  }
+  issues.throwIfAny()
+  return { parameters, parameterDefaults, resourceRegistry }
+}
+
+/** The type a template type name stands for after following registry aliases. */
+export function aliasType(env: Environment, type: string): string {
+  let cur = type
+  for (let i = 0; i < 32 && cur in env.resourceRegistry; i++) cur = env.resourceRegistry[cur]!
+  return cur
+}

@@ -1,0 +1,251 @@
+/**
+ * Evaluating intrinsic functions, in two phases:
+ *
+ * - static (when the stack definition is built): get_param, conditions, `if`
+ *   and every function whose arguments are known are computed; a function that
+ *   needs a resource's value (get_resource, get_attr, or anything over them)
+ *   becomes a `Deferred` node, and the resources it names are recorded as
+ *   dependencies;
+ * - runtime (when a node runs, or for a preview): Deferred nodes are computed
+ *   with the values of other resources (ResolveContext). An UNKNOWN value
+ *   (preview) makes every function over it UNKNOWN.
+ *
+ * A map with a single key that names a function is a function call; the
+ * functions available depend on heat_template_version.
+ */
+import { DATA_FUNCTIONS, deepEqual, FunctionError } from './functions-data'
+import type { IssueList } from './issues'
+import type { PathPart } from './positions'
+import { UNKNOWN, type ResolveContext } from './types'
+import { available, FUNCTION_SINCE, UNSUPPORTED_FUNCTIONS } from './versions'
+
+/** A function call that can only be computed once other resources exist. */
+export class Deferred {
+  constructor(
+    readonly fn: string,
+    readonly args: unknown,
+    readonly path: ReadonlyArray<PathPart>,
+  ) {}
+}
+
+const isMap = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Deferred)
+const CONDITION_FNS = ['equals', 'not', 'and', 'or', 'contains']
+
+export interface StaticScope {
+  version: string
+  params: Record<string, unknown>
+  /** the value of a named condition (evaluated lazily, cycles reported) */
+  condition(name: string, path: ReadonlyArray<PathPart>): boolean
+  hasCondition(name: string): boolean
+  /** every resource name the template defines, and those whose condition holds */
+  defined: Set<string>
+  enabled: Set<string>
+  /** attributes a resource's type declares (undefined: unknown, accept any) */
+  attributesOf(resource: string): string[] | undefined
+  issues: IssueList
+  /** where get_resource / get_attr references are collected */
+  refs?: Set<string>
+}
+
+/** The function name of a node, if it is a function call. */
+export function functionName(node: unknown): string | null {
+  if (!isMap(node)) return null
+  const keys = Object.keys(node)
+  if (keys.length !== 1) return null
+  const k = keys[0]!
+  if (k in FUNCTION_SINCE || k in UNSUPPORTED_FUNCTIONS || k.startsWith('Fn::') || k === 'Ref') return k
+  return null
+}
+
+export function containsDeferred(v: unknown): boolean {
+  if (v instanceof Deferred) return true
+  if (Array.isArray(v)) return v.some(containsDeferred)
+  if (isMap(v)) return Object.values(v).some(containsDeferred)
+  return false
+}
+
+function containsUnknown(v: unknown): boolean {
+  if (v === UNKNOWN) return true
+  if (Array.isArray(v)) return v.some(containsUnknown)
+  if (isMap(v)) return Object.values(v).some(containsUnknown)
+  return false
+}
+
+/** Walk a value along `path` (keys and indices), for get_param and get_attr. */
+export function dig(value: unknown, path: ReadonlyArray<unknown>, what: string): unknown {
+  let cur = value
+  for (const key of path) {
+    if (cur === UNKNOWN) return UNKNOWN
+    if (Array.isArray(cur)) {
+      const i = Number(key)
+      if (!Number.isInteger(i) || i < 0 || i >= cur.length) throw new FunctionError(`${what}: index ${JSON.stringify(key)} is out of range`)
+      cur = cur[i]
+    } else if (isMap(cur)) {
+      if (!(String(key) in cur)) throw new FunctionError(`${what}: key ${JSON.stringify(key)} not found`)
+      cur = cur[String(key)]
+    } else throw new FunctionError(`${what}: cannot look up ${JSON.stringify(key)} in a ${cur === null ? 'null' : typeof cur}`)
+  }
+  return cur
+}
+
+export function evaluateStatic(node: unknown, s: StaticScope, path: PathPart[]): unknown {
+  if (Array.isArray(node)) return node.map((x, i) => evaluateStatic(x, s, [...path, i]))
+  if (!isMap(node)) return node
+  const fn = functionName(node)
+  if (!fn) return Object.fromEntries(Object.entries(node).map(([k, v]) => [k, evaluateStatic(v, s, [...path, k])]))
+  const args = node[fn]
+  const fpath = [...path, fn]
+  if (fn in UNSUPPORTED_FUNCTIONS) return report(s, fpath, UNSUPPORTED_FUNCTIONS[fn]!)
+  if (fn.startsWith('Fn::') || fn === 'Ref') return report(s, fpath, `${fn} (a CloudFormation function) is not supported; use the HOT equivalent (get_resource, get_attr, list_join, …)`)
+  if (!available(fn, s.version)) return report(s, fpath, `${fn} is not available in heat_template_version ${s.version}; it needs ${FUNCTION_SINCE[fn]} or later`)
+  try {
+    switch (fn) {
+      case 'get_param':
+        return getParam(args, s)
+      case 'get_resource':
+        return getResource(args, s, fpath)
+      case 'get_attr':
+        return getAttr(args, s, fpath)
+      case 'if': {
+        if (!Array.isArray(args) || args.length !== 3) throw new FunctionError('if takes [condition, value if true, value if false]')
+        return conditionValue(args[0], s, [...fpath, 0]) ? evaluateStatic(args[1], s, [...fpath, 1]) : evaluateStatic(args[2], s, [...fpath, 2])
+      }
+      default: {
+        if (CONDITION_FNS.includes(fn) && fn !== 'contains') return conditionValue(node, s, path)
+        const evaluated = evaluateStatic(args, s, fpath)
+        if (containsDeferred(evaluated)) return new Deferred(fn, evaluated, fpath)
+        return applyData(fn, evaluated)
+      }
+    }
+  } catch (err) {
+    if (err instanceof FunctionError) return report(s, fpath, err.message)
+    throw err
+  }
+}
+
+function report(s: StaticScope, path: PathPart[], message: string): null {
+  s.issues.add('function', path, message)
+  return null
+}
+
+function applyData(fn: string, args: unknown): unknown {
+  const f = DATA_FUNCTIONS[fn]
+  if (!f) throw new FunctionError(`unknown function ${fn}`)
+  return f(args)
+}
+
+function getParam(args: unknown, s: StaticScope): unknown {
+  const list = Array.isArray(args) ? args : [args]
+  const [name, ...rest] = list
+  if (typeof name !== 'string') throw new FunctionError('get_param takes a parameter name, or [name, key or index, ...]')
+  if (!(name in s.params)) throw new FunctionError(`The Parameter (${name}) was not defined in the template`)
+  return dig(s.params[name], rest, `get_param ${name}`)
+}
+
+function getResource(args: unknown, s: StaticScope, path: PathPart[]): unknown {
+  if (typeof args !== 'string') throw new FunctionError('get_resource takes a resource name')
+  if (!s.defined.has(args)) {
+    s.issues.add('reference', path, `The specified reference "${args}" (in get_resource) is incorrect: no such resource`)
+    return null
+  }
+  if (!s.enabled.has(args)) return null // its condition is false
+  s.refs?.add(args)
+  return new Deferred('get_resource', args, path)
+}
+
+function getAttr(args: unknown, s: StaticScope, path: PathPart[]): unknown {
+  const evaluated = evaluateStatic(args, s, path)
+  if (!Array.isArray(evaluated) || evaluated.length < 2 || typeof evaluated[0] !== 'string' || typeof evaluated[1] !== 'string') {
+    throw new FunctionError('get_attr takes [resource name, attribute name, optional key or index, ...]')
+  }
+  const [name, attr] = evaluated as [string, string]
+  if (!s.defined.has(name)) {
+    s.issues.add('reference', path, `The specified reference "${name}" (in get_attr) is incorrect: no such resource`)
+    return null
+  }
+  if (!s.enabled.has(name)) return null
+  const known = s.attributesOf(name)
+  if (known && !known.includes(attr)) {
+    s.issues.add('reference', [...path, 1], `resource ${name} has no attribute "${attr}" (it has ${known.length ? known.join(', ') : 'none'})`)
+    return null
+  }
+  s.refs?.add(name)
+  return new Deferred('get_attr', evaluated, path)
+}
+
+/** A condition: a boolean, a condition name, or equals / not / and / or / contains. */
+export function conditionValue(expr: unknown, s: StaticScope, path: PathPart[]): boolean {
+  if (typeof expr === 'boolean') return expr
+  if (typeof expr === 'string') {
+    if (!s.hasCondition(expr)) {
+      s.issues.add('reference', path, `Invalid condition "${expr}": no such condition`)
+      return false
+    }
+    return s.condition(expr, path)
+  }
+  const fn = functionName(expr)
+  if (!fn || !['equals', 'not', 'and', 'or', 'contains'].includes(fn)) {
+    s.issues.add('function', path, 'a condition must be true, false, a condition name, or one of equals, not, and, or, contains')
+    return false
+  }
+  if (!available(fn, s.version)) {
+    s.issues.add('function', [...path, fn], `${fn} is not available in heat_template_version ${s.version}`)
+    return false
+  }
+  const args = (expr as Record<string, unknown>)[fn]
+  const fpath = [...path, fn]
+  switch (fn) {
+    case 'equals': {
+      if (!Array.isArray(args) || args.length !== 2) return report(s, fpath, 'equals takes [value, value]') ?? false
+      const a = evaluateStatic(args[0], s, [...fpath, 0])
+      const b = evaluateStatic(args[1], s, [...fpath, 1])
+      if (containsDeferred(a) || containsDeferred(b)) return report(s, fpath, 'equals in a condition cannot use resource values') ?? false
+      return deepEqual(a, b)
+    }
+    case 'not':
+      return !conditionValue(args, s, fpath)
+    case 'and':
+    case 'or': {
+      if (!Array.isArray(args) || args.length < 2) return report(s, fpath, `${fn} takes a list of at least two conditions`) ?? false
+      const values = args.map((a, i) => conditionValue(a, s, [...fpath, i]))
+      return fn === 'and' ? values.every(Boolean) : values.some(Boolean)
+    }
+    default: {
+      const evaluated = evaluateStatic(args, s, fpath)
+      try {
+        return DATA_FUNCTIONS.contains!(evaluated) as boolean
+      } catch (err) {
+        return report(s, fpath, (err as Error).message) ?? false
+      }
+    }
+  }
+}
+
+/** Runtime: compute every Deferred in a value with the values of other resources. */
+export function resolveDeferred(v: unknown, ctx: ResolveContext): unknown {
+  if (v instanceof Deferred) return runDeferred(v, ctx)
+  if (Array.isArray(v)) return v.map((x) => resolveDeferred(x, ctx))
+  if (isMap(v)) return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, resolveDeferred(x, ctx)]))
+  return v
+}
+
+function runDeferred(d: Deferred, ctx: ResolveContext): unknown {
+  if (d.fn === 'get_resource') return ctx.getResource(d.args as string)
+  if (d.fn === 'get_attr') {
+    const [name, attr, ...rest] = d.args as [string, string, ...unknown[]]
+    const value = ctx.getAttr(name, attr)
+    if (value === UNKNOWN) return UNKNOWN
+    try {
+      return dig(value, rest, `get_attr ${name}.${attr}`)
+    } catch {
+      return null // a path into an attribute that is not there yet: Heat answers None
+    }
+  }
+  const args = resolveDeferred(d.args, ctx)
+  if (containsUnknown(args)) return UNKNOWN
+  try {
+    return applyData(d.fn, args)
+  } catch (err) {
+    throw new FunctionError(`${d.path.join('.')}: ${(err as Error).message}`)
+  }
+}

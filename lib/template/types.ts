@@ -1,0 +1,182 @@
+/**
+ * Public types of the HOT template module (lib/template). The engine, the
+ * service layer, the API and the UI use only what is exported from
+ * lib/template/index.ts, and these types.
+ *
+ * Pipeline:
+ *   parseTemplate(source)            YAML/JSON text -> ParsedTemplate (structure checked, positions kept)
+ *   parseEnvironment(source)         environment text/object -> Environment
+ *   buildDefinition(t, opts)         parameters + conditions resolved -> StackDefinition (deps, cycles checked)
+ *   resolveProperties(def, name, ctx)  intrinsic functions evaluated with the values of other resources
+ *   resolveOutputs(def, ctx)
+ * Every problem is a TemplateIssue naming the template path, line and column.
+ */
+
+/** 1-based line and column in the submitted text. */
+export interface SourcePosition {
+  line: number
+  column: number
+}
+
+export type TemplateIssueCode =
+  | 'syntax' // YAML/JSON that does not parse
+  | 'structure' // unknown section, wrong type of a section or key
+  | 'version' // heat_template_version missing or unsupported
+  | 'parameter' // parameter schema problems, missing or wrongly typed values
+  | 'constraint' // a parameter value breaks a constraint
+  | 'function' // unknown intrinsic function or wrong arguments
+  | 'reference' // get_resource/get_attr/depends_on/get_param/condition naming something that does not exist
+  | 'cycle' // dependency cycle(s)
+  | 'property' // resource properties do not match the type's schema
+  | 'type' // unknown resource type
+  | 'limit' // template too large / too many resources
+
+export interface TemplateIssue {
+  code: TemplateIssueCode
+  /** Dotted path in the template, e.g. `resources.web.properties.flavor` or `parameters.size.constraints[0]`. */
+  path: string
+  /** Position of that path in the source text; null when the template came as an object without text. */
+  line: number | null
+  column: number | null
+  message: string
+  /** For `cycle`: every cycle, each as the list of resource names in order (deterministic). */
+  cycles?: string[][]
+}
+
+/** Thrown by parse/build functions; carries every issue found, not only the first. */
+export class TemplateError extends Error {
+  override name = 'TemplateError'
+  constructor(public readonly issues: TemplateIssue[]) {
+    super(issues.map((i) => `${i.path}${i.line ? ` (line ${i.line}, column ${i.column})` : ''}: ${i.message}`).join('; '))
+  }
+}
+
+export type ParameterType = 'string' | 'number' | 'boolean' | 'json' | 'comma_delimited_list'
+
+export type ParameterConstraint =
+  | { length: { min?: number; max?: number }; description?: string }
+  | { range: { min?: number; max?: number }; description?: string }
+  | { allowed_values: unknown[]; description?: string }
+  | { allowed_pattern: string; description?: string }
+  | { custom_constraint: string; description?: string }
+
+export interface ParameterSchema {
+  name: string
+  type: ParameterType
+  label?: string
+  description?: string
+  default?: unknown
+  hidden: boolean
+  immutable: boolean
+  constraints: ParameterConstraint[]
+}
+
+export interface ParameterGroup {
+  label?: string
+  description?: string
+  parameters: string[]
+}
+
+export interface OutputSnippet {
+  description?: string
+  /** Unevaluated expression. */
+  value: unknown
+  condition?: unknown
+}
+
+export interface ResourceSnippet {
+  type: string
+  properties: Record<string, unknown>
+  dependsOn: string[]
+  deletionPolicy: 'Delete' | 'Retain' | 'Snapshot'
+  metadata: Record<string, unknown>
+  condition?: unknown
+  updatePolicy?: Record<string, unknown>
+  externalId?: string
+}
+
+export interface ParsedTemplate {
+  /** heat_template_version as written (a date or a release name such as `wallaby`), normalised to the date. */
+  version: string
+  description?: string
+  parameters: Record<string, ParameterSchema>
+  parameterGroups: ParameterGroup[]
+  conditions: Record<string, unknown>
+  resources: Record<string, ResourceSnippet>
+  outputs: Record<string, OutputSnippet>
+  /** The whole template as plain JSON (what is stored). */
+  json: Record<string, unknown>
+  /** Position of a template path (`['resources', 'web', 'properties', 'flavor']`) in the source, if known. */
+  positionOf(path: ReadonlyArray<string | number>): SourcePosition | null
+}
+
+export interface Environment {
+  parameters: Record<string, unknown>
+  parameterDefaults: Record<string, unknown>
+  /** `resource_registry` aliases: template type name -> registered type name. */
+  resourceRegistry: Record<string, string>
+}
+
+/** What the template module needs to know about resource types (implemented by lib/resources). */
+export interface TypeCatalog {
+  /** The property schema of a registered type, or undefined if unknown. */
+  has(typeName: string): boolean
+  /** Check literal property values; entries whose value is an intrinsic function are not checked. */
+  validateProperties(typeName: string, properties: Record<string, unknown>): { path: string; message: string }[]
+  /** Attribute names the type declares (get_attr on an unknown attribute is an error). */
+  attributes(typeName: string): string[] | undefined
+}
+
+export interface BuildOptions {
+  environment?: Environment
+  /** Parameter values given with the request (override environment `parameters`). */
+  parameters?: Record<string, unknown>
+  /** Validate resource types and literal properties against this catalog. */
+  types?: TypeCatalog
+  /** Upper bound on the number of resources (issue code `limit`). */
+  maxResources?: number
+  /** Value of the pseudo parameters OS::stack_name / OS::stack_id / OS::project_id. */
+  stackName?: string
+  stackId?: string
+  projectId?: string
+}
+
+export interface ResourceDefinition {
+  name: string
+  /** Type after `resource_registry` aliasing. */
+  type: string
+  /** Unevaluated properties: get_param, conditions and other static functions already applied;
+   *  get_resource / get_attr (and functions over them) remain, to be evaluated by resolveProperties. */
+  properties: Record<string, unknown>
+  /** Every resource this one depends on: explicit depends_on plus get_resource/get_attr references. Sorted. */
+  dependsOn: string[]
+  deletionPolicy: 'Delete' | 'Retain' | 'Snapshot'
+  metadata: Record<string, unknown>
+}
+
+export interface StackDefinition {
+  template: ParsedTemplate
+  /** Resolved parameter values by name (typed: numbers are numbers, lists are arrays, json is parsed). */
+  parameters: Record<string, unknown>
+  /** Names of hidden parameters (their values must never be shown). */
+  hiddenParameters: string[]
+  /** Resources whose condition holds, by name. */
+  resources: Record<string, ResourceDefinition>
+  outputs: Record<string, OutputSnippet>
+}
+
+/** Values of other resources, provided by the engine when resolving. */
+export interface ResolveContext {
+  /** `get_resource`: the reference id (physical id) of a resource, or UNKNOWN if it has none yet. */
+  getResource(name: string): unknown
+  /** `get_attr`: the whole value of one attribute of a resource, or UNKNOWN. The template module
+   *  applies any nested path (`get_attr: [r, attr, key, 0]`) itself. */
+  getAttr(name: string, attribute: string): unknown
+}
+
+/**
+ * Marker for a value that cannot be known yet (preview: depends on a resource
+ * that has not been created or will change). Functions over an UNKNOWN give UNKNOWN.
+ */
+export const UNKNOWN: unique symbol = Symbol.for('kiln.template.unknown')
+export type Unknown = typeof UNKNOWN

@@ -1,0 +1,35 @@
+/**
+ * Running one claimed job, whatever its kind. Shared by the worker process
+ * (worker/runtime.ts) and the deterministic scenario harness (test/scenarios),
+ * so both exercise the same code.
+ */
+import type pg from 'pg'
+import { runNode, type NodeResult, type NodeRunnerDeps } from '../lib/engine/check-resource'
+import type { ClaimedJob } from '../lib/engine/ports'
+import { completeJob } from '../lib/db/queries/queue'
+import type { StackService } from '../lib/services/stacks'
+
+export interface DispatchDeps {
+  node: NodeRunnerDeps
+  services: Pick<StackService, 'rollbackAfterFailure'>
+  pool: pg.Pool
+  workerId: string
+}
+
+export async function dispatchJob(deps: DispatchDeps, job: ClaimedJob): Promise<NodeResult> {
+  switch (job.kind) {
+    case 'check_resource':
+      return runNode(deps.node, job)
+    case 'rollback': {
+      // Idempotent: if the worker dies after starting the rollback, the re-run finds the stack moved on.
+      const started = await deps.services.rollbackAfterFailure(job.stackId, job.traversalId!)
+      await completeJob(deps.pool, deps.workerId, job.id)
+      deps.node.log.info(started ? `rollback started (traversal ${started.traversalId})` : 'rollback not needed: the stack moved on', { stack: job.stackId })
+      return { outcome: 'unchanged', next: null }
+    }
+    default:
+      await completeJob(deps.pool, deps.workerId, job.id)
+      deps.node.log.warn(`dropped a job of unknown kind ${String(job.kind)}`)
+      return { outcome: 'gone', next: null }
+  }
+}

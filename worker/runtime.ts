@@ -1,0 +1,292 @@
+/**
+ * The worker process's engine room: claims jobs, runs them with bounded
+ * concurrency, heartbeats, sweeps, and shuts down in two stages.
+ *
+ * Every wait has a reason: a NOTIFY (kiln_jobs: work was queued; kiln_abort:
+ * stop actions of a stack), a slot becoming free, a reconnect of the LISTEN
+ * connection, or a timer (heartbeat; sweep at the earliest lease expiry or
+ * deadline). There is no blind polling loop.
+ *
+ * States: starting -> running -> draining (first SIGTERM: no new claims,
+ * in-flight actions finish; aborted after shutdownAbortMs) -> stopped.
+ */
+import crypto from 'node:crypto'
+import pg from 'pg'
+import type { Db } from '../lib/db/client'
+import { claimJobs, releaseJobs } from '../lib/db/queries/queue'
+import { heartbeat, nextSweepAt, registerWorker, setWorkerState, sweep } from '../lib/db/queries/workers'
+import { createStore } from '../lib/db/store'
+import type { ClaimedJob } from '../lib/engine/ports'
+import { TraversalCache } from '../lib/engine/traversal-context'
+import type { Logger } from '../lib/logger'
+import type { ResourceType, ResourceTypeConfig } from '../lib/resources/types'
+import type { StackService } from '../lib/services/stacks'
+import { dispatchJob, type DispatchDeps } from './dispatch'
+import { ActionAborts, type AbortNotice } from './signals'
+
+export type WorkerState = 'starting' | 'running' | 'draining' | 'stopped'
+
+export interface WorkerOptions {
+  db: Db
+  types: { get(name: string): ResourceType | undefined }
+  typeConfig: ResourceTypeConfig
+  services: Pick<StackService, 'rollbackAfterFailure'>
+  log: Logger
+  id?: string
+  concurrency: number
+  leaseMs: number
+  heartbeatMs: number
+  shutdownAbortMs: number
+  inline: boolean
+  version?: string
+}
+
+export class WorkerRuntime {
+  readonly id: string
+  state: WorkerState = 'starting'
+  private readonly aborts = new ActionAborts()
+  private readonly inFlight = new Map<number, ClaimedJob>()
+  private readonly slots = new Set<Promise<void>>()
+  private readonly deps: DispatchDeps
+  private readonly log: Logger
+  private listener: pg.Client | null = null
+  private timers = new Set<NodeJS.Timeout>()
+  private pumping = false
+  private wanted = false
+  private lastHeartbeatOk = Date.now()
+  private listenBackoff = 0
+  /** Counters for logs and tests. */
+  readonly stats = { claimed: 0, finished: 0, inline: 0, swept: 0 }
+
+  constructor(private readonly opts: WorkerOptions) {
+    this.id = opts.id ?? crypto.randomUUID()
+    this.log = opts.log.scope({ worker: this.id.slice(0, 8) })
+    const store = createStore(opts.db.pool, {
+      workerId: this.id,
+      leaseMs: opts.leaseMs,
+      onRetry: (what, err) => this.log.warn(`retrying ${what} after: ${(err as Error).message}`),
+    })
+    this.deps = {
+      pool: opts.db.pool,
+      workerId: this.id,
+      services: opts.services,
+      node: {
+        store,
+        traversals: new TraversalCache(store),
+        types: opts.types,
+        typeConfig: opts.typeConfig,
+        signals: this.aborts,
+        log: this.log,
+        inline: opts.inline,
+      },
+    }
+  }
+
+  async start(): Promise<void> {
+    await registerWorker(this.opts.db.pool, this.id, this.opts.concurrency, this.opts.version ?? '')
+    await this.listen()
+    this.state = 'running'
+    this.every(this.opts.heartbeatMs, () => this.beat())
+    this.scheduleSweep(0)
+    this.log.info(`running (concurrency ${this.opts.concurrency}, lease ${this.opts.leaseMs} ms)`)
+    this.wake('start')
+  }
+
+  /** Graceful stop: no new work, in-flight actions finish (aborted after shutdownAbortMs). */
+  async stop(): Promise<void> {
+    if (this.state === 'stopped' || this.state === 'draining') return this.drained()
+    this.state = 'draining'
+    this.log.info(`draining ${this.inFlight.size} in-flight job(s)`)
+    await setWorkerState(this.opts.db.pool, this.id, 'draining').catch(() => {})
+    const abortTimer = setTimeout(() => {
+      const n = this.aborts.abortAll('worker shutting down')
+      if (n) this.log.warn(`aborted ${n} action(s) still running after ${this.opts.shutdownAbortMs} ms`)
+    }, this.opts.shutdownAbortMs)
+    await this.drained()
+    clearTimeout(abortTimer)
+    await releaseJobs(this.opts.db.pool, this.id, []).catch(() => {})
+    await setWorkerState(this.opts.db.pool, this.id, 'stopped').catch(() => {})
+    for (const t of this.timers) clearTimeout(t)
+    this.timers.clear()
+    await this.listener?.end().catch(() => {})
+    this.listener = null
+    this.state = 'stopped'
+    this.log.info(`stopped (${this.stats.finished} jobs run, ${this.stats.inline} without a queue hop)`)
+  }
+
+  /** A method, so TypeScript does not narrow `state` across awaits. */
+  private stopped(): boolean {
+    return this.state === 'stopped'
+  }
+
+  private async drained() {
+    while (this.slots.size) await Promise.allSettled([...this.slots])
+  }
+
+  private every(ms: number, fn: () => Promise<void>) {
+    const tick = () => {
+      const t = setTimeout(async () => {
+        this.timers.delete(t)
+        if (this.state === 'stopped') return
+        await fn().catch((err) => this.log.warn(`timer: ${(err as Error).message}`))
+        if (!this.stopped()) tick()
+      }, ms)
+      this.timers.add(t)
+    }
+    tick()
+  }
+
+  private async beat() {
+    const rows = [...this.inFlight.values()].map((j) => j.resourceId).filter((r): r is number => r !== null)
+    try {
+      const n = await heartbeat(this.opts.db.pool, this.id, this.opts.leaseMs, rows)
+      this.lastHeartbeatOk = Date.now()
+      if (n < 0) this.log.error('this worker was declared stopped; its locks may have been broken')
+    } catch (err) {
+      const silent = Date.now() - this.lastHeartbeatOk
+      this.log.warn(`heartbeat failed (${silent} ms without one): ${(err as Error).message}`)
+      // Our leases are about to run out: another worker will break our locks and
+      // re-run those nodes, so stop acting on them now rather than race it.
+      if (silent > this.opts.leaseMs * 0.8) {
+        const n = this.aborts.abortAll('lost contact with the database; the lease is expiring')
+        if (n) this.log.error(`aborted ${n} action(s): lease about to expire`)
+      }
+    }
+  }
+
+  private scheduleSweep(delayMs: number) {
+    const t = setTimeout(async () => {
+      this.timers.delete(t)
+      if (this.state === 'stopped') return
+      let next = this.opts.leaseMs
+      try {
+        const report = await sweep(this.opts.db.pool, this.opts.leaseMs)
+        if (report.broken || report.requeued || report.released || report.timedOut) {
+          this.stats.swept++
+          this.log.warn('sweeper repaired stacks', { ...report })
+          this.wake('sweeper')
+        }
+        const at = await nextSweepAt(this.opts.db.pool)
+        if (at) next = Math.min(next, Math.max(50, at.getTime() - Date.now() + 20))
+      } catch (err) {
+        this.log.warn(`sweep failed: ${(err as Error).message}`)
+        next = 1000
+      }
+      // Jitter so that several workers do not sweep in step.
+      if (!this.stopped()) this.scheduleSweep(next + Math.floor(Math.random() * 200))
+    }, delayMs)
+    this.timers.add(t)
+  }
+
+  private async listen(): Promise<void> {
+    const client = new pg.Client({ connectionString: this.opts.db.url, application_name: 'kiln-worker-listen' })
+    client.on('notification', (msg) => {
+      if (msg.channel === 'kiln_jobs') this.wake('notify')
+      else if (msg.channel === 'kiln_abort' && msg.payload) {
+        try {
+          const n = this.aborts.notice(JSON.parse(msg.payload) as AbortNotice)
+          if (n) this.log.info(`aborted ${n} action(s): ${msg.payload}`)
+        } catch {
+          /* malformed notice: ignore */
+        }
+      }
+    })
+    const reconnect = () => {
+      if (this.listener !== client || this.state === 'stopped' || this.state === 'draining') return
+      this.listener = null
+      client.removeAllListeners('error')
+      client.end().catch(() => {})
+      const delay = Math.min(5000, 100 * 2 ** this.listenBackoff++)
+      this.log.warn(`LISTEN connection lost; reconnecting in ${delay} ms`)
+      const t = setTimeout(() => {
+        this.timers.delete(t)
+        this.listen()
+          .then(() => this.wake('reconnected'))
+          .catch(() => reconnect())
+      }, delay)
+      this.timers.add(t)
+    }
+    client.on('error', reconnect)
+    client.on('end', reconnect)
+    try {
+      await client.connect()
+      await client.query('LISTEN kiln_jobs; LISTEN kiln_abort')
+    } catch (err) {
+      client.removeAllListeners()
+      await client.end().catch(() => {})
+      if (this.state === 'starting') throw err
+      throw err
+    }
+    this.listener = client
+    this.listenBackoff = 0
+  }
+
+  /** Ask for a claim round (coalesced). */
+  wake(_reason: string) {
+    if (this.state !== 'running') return
+    this.wanted = true
+    if (!this.pumping) void this.pump()
+  }
+
+  private async pump() {
+    this.pumping = true
+    try {
+      while (this.wanted && this.state === 'running') {
+        this.wanted = false
+        const free = this.opts.concurrency - this.inFlight.size
+        if (free <= 0) break
+        const jobs = await claimJobs(this.opts.db.pool, this.id, free)
+        this.stats.claimed += jobs.length
+        for (const job of jobs) this.runSlot(job)
+        if (jobs.length === free) this.wanted = true
+      }
+    } catch (err) {
+      this.log.warn(`claim failed: ${(err as Error).message}; retrying in 1 s`)
+      const t = setTimeout(() => {
+        this.timers.delete(t)
+        this.wake('claim retry')
+      }, 1000)
+      this.timers.add(t)
+    } finally {
+      this.pumping = false
+    }
+  }
+
+  private runSlot(first: ClaimedJob) {
+    const slot = (async () => {
+      let job: ClaimedJob | null = first
+      while (job) {
+        this.inFlight.set(job.id, job)
+        let next: ClaimedJob | null = null
+        try {
+          const res = await dispatchJob(this.deps, job)
+          next = res.next
+          if (res.outcome === 'gone') await this.releaseOrphans()
+        } catch (err) {
+          this.log.error(`job ${job.id} failed unexpectedly: ${(err as Error).stack ?? err}`)
+          this.inFlight.delete(job.id)
+          await this.releaseOrphans()
+        }
+        this.inFlight.delete(job.id)
+        this.stats.finished++
+        if (next && this.state !== 'running') {
+          // Draining: hand the successor to another worker instead of starting it here.
+          await releaseJobs(this.opts.db.pool, this.id, [...this.inFlight.keys()]).catch(() => {})
+          next = null
+        }
+        if (next) this.stats.inline++
+        job = next
+      }
+    })()
+    this.slots.add(slot)
+    void slot.finally(() => {
+      this.slots.delete(slot)
+      this.wake('slot free')
+    })
+  }
+
+  /** After an ambiguous failure, give back any job we claimed but are not running. */
+  private async releaseOrphans() {
+    await releaseJobs(this.opts.db.pool, this.id, [...this.inFlight.keys()]).catch(() => {})
+  }
+}
