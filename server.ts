@@ -10,6 +10,7 @@ import { createServer } from 'node:http'
 import next from 'next'
 import { Server } from 'socket.io'
 import { appContext } from './lib/server/context'
+import { toNodeHandler } from './lib/api/node-adapter'
 import { startBridge } from './lib/realtime/bridge'
 import type { ClientToServerEvents, ServerToClientEvents } from './lib/realtime/contracts'
 import { authenticateSocket, type SocketPrincipal } from './lib/server/socket-auth'
@@ -22,7 +23,14 @@ async function main() {
   const handle = app.getRequestHandler()
   await app.prepare()
 
-  const httpServer = createServer((req, res) => void handle(req, res))
+  // The API is served by plain Request -> Response handlers (lib/api), the same in tests;
+  // Next renders the UI.
+  const api = toNodeHandler(ctx.api)
+  const httpServer = createServer((req, res) => {
+    const path = req.url ?? '/'
+    if (path.startsWith('/api/') || path.startsWith('/v1/') || path === '/v1') void api(req, res)
+    else void handle(req, res)
+  })
   const io = new Server<ClientToServerEvents, ServerToClientEvents, Record<string, never>, { principal: SocketPrincipal }>(httpServer, {
     serveClient: false,
     maxHttpBufferSize: 64 * 1024,

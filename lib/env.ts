@@ -77,6 +77,11 @@ const EnvSchema = z.object({
   KILN_MAX_EVENTS_PER_STACK: int(1_000_000),
   /** Stack timeout when a request does not give one (minutes). */
   KILN_DEFAULT_TIMEOUT_MINS: int(60),
+  /** Mark the session cookie `Secure` (serve Kiln behind https). */
+  KILN_SECURE_COOKIES: bool(false),
+  /** Tests: fail (rather than skip) the heatclient / browser suites when their tools are missing (CI sets these). */
+  KILN_REQUIRE_HEATCLIENT: bool(false),
+  KILN_REQUIRE_BROWSER: bool(false),
   /** Set by the launcher for the processes it starts. */
   KILN_CHILD: bool(false),
 })

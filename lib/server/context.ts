@@ -9,13 +9,21 @@ import { limitsFrom } from '../config'
 import { builtinTypes, createRegistry, typeCatalog } from '../resources/registry'
 import { createStackService, type StackService } from '../services/stacks'
 import { createLogger, type Logger } from '../logger'
+import { createAccountService, type AccountService } from '../services/accounts'
+import { createReadService, type ReadService } from '../services/reads'
+import { createApi } from '../api'
+import type { ApiDeps } from '../api/deps'
 
 export interface AppContext {
   env: Env
   db: Db
   registry: ReturnType<typeof createRegistry>
   stacks: StackService
+  reads: ReadService
+  accounts: AccountService
   log: Logger
+  /** The REST and Heat APIs: `(Request) => Response`. */
+  api: (req: Request) => Promise<Response>
 }
 
 const KEY = Symbol.for('kiln.appContext')
@@ -28,13 +36,12 @@ export function appContext(): AppContext {
   if (!e.DATABASE_URL) throw new Error('DATABASE_URL is not set (the launcher sets it for the web server)')
   const db = createDb(e.DATABASE_URL, { max: 20, application: 'kiln-web' })
   const registry = createRegistry(builtinTypes())
-  const ctx: AppContext = {
-    env: e,
-    db,
-    registry,
-    stacks: createStackService({ db, catalog: typeCatalog(registry), types: registry, limits: limitsFrom(e), defaultTimeoutMins: e.KILN_DEFAULT_TIMEOUT_MINS }),
-    log: createLogger({ level: e.KILN_LOG_LEVEL, format: e.KILN_LOG_FORMAT }).scope({ proc: 'web' }),
-  }
+  const log = createLogger({ level: e.KILN_LOG_LEVEL, format: e.KILN_LOG_FORMAT }).scope({ proc: 'web' })
+  const stacks = createStackService({ db, catalog: typeCatalog(registry), types: registry, limits: limitsFrom(e), defaultTimeoutMins: e.KILN_DEFAULT_TIMEOUT_MINS })
+  const reads = createReadService(db.pool, registry)
+  const accounts = createAccountService(db.pool)
+  const deps: ApiDeps = { db, stacks, reads, accounts, registry, log, maxBodyBytes: e.KILN_MAX_BODY_BYTES, limits: limitsFrom(e), leaseMs: e.KILN_LEASE_MS, secureCookies: e.KILN_SECURE_COOKIES }
+  const ctx: AppContext = { env: e, db, registry, stacks, reads, accounts, log, api: createApi(deps) }
   g[KEY] = ctx
   return ctx
 }

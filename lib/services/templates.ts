@@ -38,6 +38,8 @@ export interface CheckContext {
   stackName: string
   stackId?: string
   projectId?: string
+  /** parameters without a value are not an error (validating for an editor) */
+  allowMissingParameters?: boolean
 }
 
 function asSource(t: string | Record<string, unknown>): string {
@@ -70,6 +72,7 @@ export function checkSubmission(sub: Submission, ctx: CheckContext): CheckedSubm
       parameters: sub.parameters ?? {},
       types: ctx.catalog,
       maxResources: ctx.limits.maxResourcesPerStack,
+      allowMissingParameters: ctx.allowMissingParameters === true,
       stackName: ctx.stackName,
       stackId: ctx.stackId,
       projectId: ctx.projectId,

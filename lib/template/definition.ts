@@ -18,7 +18,7 @@ import { UNKNOWN, type BuildOptions, type OutputSnippet, type ParsedTemplate, ty
 export function buildDefinition(t: ParsedTemplate, opts: BuildOptions = {}): StackDefinition {
   const issues = new IssueList({ find: (p) => t.positionOf(p) })
   const env = opts.environment ?? EMPTY_ENVIRONMENT
-  const params = resolveParameterValues(t, env, opts.parameters ?? {}, { stackName: opts.stackName, stackId: opts.stackId, projectId: opts.projectId }, issues)
+  const params = resolveParameterValues(t, env, opts.parameters ?? {}, { stackName: opts.stackName, stackId: opts.stackId, projectId: opts.projectId, allowMissing: opts.allowMissingParameters === true }, issues)
 
   const typeOf = (name: string) => aliasType(env, t.resources[name]!.type)
   const conditionCache = new Map<string, boolean>()

@@ -114,6 +114,7 @@ export function evaluateStatic(node: unknown, s: StaticScope, path: PathPart[]):
         if (CONDITION_FNS.includes(fn) && fn !== 'contains') return conditionValue(node, s, path)
         const evaluated = evaluateStatic(args, s, fpath)
         if (containsDeferred(evaluated)) return new Deferred(fn, evaluated, fpath)
+        if (containsUnknown(evaluated)) return UNKNOWN
         return applyData(fn, evaluated)
       }
     }

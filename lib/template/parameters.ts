@@ -5,7 +5,7 @@
  * parameter's value never appears in a message.
  */
 import type { IssueList } from './issues'
-import type { Environment, ParameterConstraint, ParameterSchema, ParsedTemplate } from './types'
+import { UNKNOWN, type Environment, type ParameterConstraint, type ParameterSchema, type ParsedTemplate } from './types'
 
 const TRUE = ['true', 't', 'yes', 'y', 'on', '1']
 const FALSE = ['false', 'f', 'no', 'n', 'off', '0']
@@ -96,6 +96,8 @@ export interface PseudoParameters {
   stackName?: string
   stackId?: string
   projectId?: string
+  /** a parameter without a value is UNKNOWN rather than an error */
+  allowMissing?: boolean
 }
 
 export function resolveParameterValues(
@@ -128,6 +130,10 @@ export function resolveParameterValues(
       }
     }
     const raw = name in given ? given[name] : name in env.parameters ? env.parameters[name] : name in env.parameterDefaults ? env.parameterDefaults[name] : p.default
+    if ((raw === undefined || raw === null) && pseudo.allowMissing) {
+      values[name] = UNKNOWN
+      continue
+    }
     if (raw === undefined || raw === null) {
       issues.add('parameter', path, `The Parameter (${name}) has no value: give one with the request or the environment, or a default in the template`)
       continue

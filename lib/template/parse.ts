@@ -27,6 +27,9 @@ const DELETION_POLICIES: Record<string, ResourceSnippet['deletionPolicy']> = {
   snapshot: 'Snapshot',
 }
 
+const PY_TRUE = { identify: (v: unknown) => v === true, default: true, tag: 'tag:yaml.org,2002:bool', test: /^(?:[Yy]es|YES|[Tt]rue|TRUE|[Oo]n|ON)$/, resolve: () => true }
+const PY_FALSE = { identify: (v: unknown) => v === false, default: true, tag: 'tag:yaml.org,2002:bool', test: /^(?:[Nn]o|NO|[Ff]alse|FALSE|[Oo]ff|OFF)$/, resolve: () => false }
+
 export const isMap = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
 
 /** Read YAML/JSON text into a plain value with its position index; syntax errors throw TemplateError. */
@@ -37,7 +40,12 @@ export function readYaml(source: string, prefix: PathPart[] = []): { value: unkn
     lineCounter: lines,
     uniqueKeys: true,
     prettyErrors: false,
-    customTags: (tags) => tags.filter((t) => (typeof t === 'object' ? t.tag !== 'tag:yaml.org,2002:timestamp' : true)),
+    customTags: (tags) => [
+      // PyYAML (which Heat uses) reads yes/no/on/off as booleans but not y/n: `{ get_param: n }` names a parameter.
+      { ...PY_TRUE },
+      { ...PY_FALSE },
+      ...tags.filter((t) => (typeof t === 'object' ? t.tag !== 'tag:yaml.org,2002:timestamp' && t.tag !== 'tag:yaml.org,2002:bool' : true)),
+    ],
   })
   if (doc.errors.length) {
     throw new TemplateError(

@@ -133,6 +133,8 @@ export interface BuildOptions {
   parameters?: Record<string, unknown>
   /** Validate resource types and literal properties against this catalog. */
   types?: TypeCatalog
+  /** Parameters without a value become UNKNOWN instead of an error (validating a template for an editor). */
+  allowMissingParameters?: boolean
   /** Upper bound on the number of resources (issue code `limit`). */
   maxResources?: number
   /** Value of the pseudo parameters OS::stack_name / OS::stack_id / OS::project_id. */

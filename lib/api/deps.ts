@@ -1,0 +1,25 @@
+/** What the API handlers need; built once per process (lib/server/context.ts) or per test. */
+import type { Db } from '../db/client'
+import type { Logger } from '../logger'
+import type { Registry } from '../resources/registry'
+import type { AccountService, Principal } from '../services/accounts'
+import type { ReadService } from '../services/reads'
+import type { StackService } from '../services/stacks'
+import type { Actor } from '../services/stacks'
+import type { Limits } from '../services/templates'
+
+export interface ApiDeps {
+  db: Db
+  stacks: StackService
+  reads: ReadService
+  accounts: AccountService
+  registry: Registry
+  log: Logger
+  maxBodyBytes: number
+  limits: Limits
+  leaseMs: number
+  /** Session cookies get `Secure` when the site is served over https. */
+  secureCookies: boolean
+}
+
+export const actorOf = (p: Principal): Actor => ({ projectId: p.projectId, name: p.tokenName })

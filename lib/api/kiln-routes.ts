@@ -1,0 +1,149 @@
+/**
+ * Kiln's own REST API (`/api/...`). Every body is validated once with zod;
+ * every handler calls the service layer (lib/services) and nothing else.
+ */
+import { z } from 'zod'
+import { describeType } from '../resources/registry'
+import type { Principal } from '../services/accounts'
+import { health } from '../services/health'
+import { checkSubmission } from '../services/templates'
+import { typeCatalog } from '../resources/registry'
+import { ValidationError } from '../services/errors'
+import { actorOf, type ApiDeps } from './deps'
+import { HttpError, intParam, json, parse, Router } from './http'
+import { openApiDocument } from './openapi'
+import { CancelBody, CreateBody, LoginBody, ProjectBody, TokenBody, UpdateBody, ValidateBody } from './schemas'
+
+const GRAPH_FORMATS = ['json', 'dot', 'graphml'] as const
+
+export function kilnRoutes(d: ApiDeps, router: Router<Principal>): void {
+  const accepted = (res: { stack: { id: string; name: string }; traversalId: string | null; action: string; superseded: string | null }, status = 202) =>
+    json({ stack: res.stack, action: res.action, traversalId: res.traversalId, superseded: res.superseded }, status)
+
+  router
+    .add('GET', '/api/health', async () => {
+      const h = await health(d.db, d.leaseMs)
+      return json(h, h.status === 'down' ? 503 : 200)
+    }, { public: true })
+    .add('GET', '/api/openapi.json', () => json(openApiDocument()), { public: true })
+
+    // ---- session (browser login) ----
+    .add('POST', '/api/session', async (c) => {
+      const body = parse(LoginBody, await c.json())
+      const s = await d.accounts.login(body.token)
+      if (!s) throw new HttpError(401, 'unauthorized', 'the token is unknown, revoked or expired')
+      const cookie = [`kiln_session=${s.cookie}`, 'Path=/', 'HttpOnly', 'SameSite=Strict', `Expires=${s.expiresAt.toUTCString()}`, ...(d.secureCookies ? ['Secure'] : [])].join('; ')
+      return json({ project: { id: s.principal.projectId, name: s.principal.projectName }, name: s.principal.tokenName, csrfToken: s.csrfToken }, 200, { 'set-cookie': cookie })
+    }, { public: true })
+    .add('GET', '/api/session', (c) => json({ project: { id: c.principal.projectId, name: c.principal.projectName }, name: c.principal.tokenName, role: c.principal.role, via: c.principal.via, csrfToken: c.principal.csrfToken }))
+    .add('DELETE', '/api/session', async (c) => {
+      const cookie = /(?:^|;\s*)kiln_session=([^;]+)/.exec(c.req.headers.get('cookie') ?? '')?.[1]
+      if (cookie) await d.accounts.logout(decodeURIComponent(cookie))
+      return json(null, 204, { 'set-cookie': 'kiln_session=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0' })
+    })
+
+    // ---- tokens and projects ----
+    .add('GET', '/api/tokens', async (c) => json({ tokens: await d.accounts.listTokens(c.principal) }))
+    .add('POST', '/api/tokens', async (c) => {
+      const b = parse(TokenBody, await c.json())
+      return json({ token: await d.accounts.createToken(c.principal, b.name, b.expiresInDays ?? null) }, 201)
+    })
+    .add('DELETE', '/api/tokens/:token', async (c) => {
+      await d.accounts.revokeToken(c.principal, uuid(c.params.token!, 'token'))
+      return json(null, 204)
+    })
+    .add('POST', '/api/projects', async (c) => json({ project: await d.accounts.createProject(c.principal, parse(ProjectBody, await c.json()).name) }, 201))
+
+    // ---- resource types and templates ----
+    .add('GET', '/api/resource-types', () => json({ resourceTypes: d.registry.list().map((t) => ({ name: t.name, description: t.description })) }))
+    .add('GET', '/api/resource-types/:type', (c) => {
+      const t = d.registry.get(c.params.type!)
+      if (!t) throw new HttpError(404, 'not_found', `resource type ${c.params.type} not found`)
+      return json(describeType(t))
+    })
+    .add('POST', '/api/templates/validate', async (c) => {
+      const b = parse(ValidateBody, await c.json())
+      const checked = validateLeniently(d, b)
+      const t = checked.template
+      return json({
+        valid: true,
+        version: t.version,
+        description: t.description ?? '',
+        parameters: Object.values(t.parameters).map((p) => ({ name: p.name, type: p.type, label: p.label ?? null, description: p.description ?? '', default: p.hidden ? undefined : p.default, hidden: p.hidden, constraints: p.constraints })),
+        parameterGroups: t.parameterGroups,
+        resources: Object.values(checked.definition.resources).map((r) => ({ name: r.name, type: r.type, dependsOn: r.dependsOn })),
+        outputs: Object.keys(t.outputs),
+      })
+    })
+
+    // ---- stacks ----
+    .add('GET', '/api/stacks', async (c) => {
+      const q = c.url.searchParams
+      const res = await d.reads.list(actorOf(c.principal), {
+        limit: intParam(q.get('limit'), 50, 1, 500, 'limit'),
+        ...(q.get('status') ? { status: q.get('status')! } : {}),
+        ...(q.get('name') ? { name: q.get('name')! } : {}),
+        ...(q.get('marker') ? { marker: q.get('marker')! } : {}),
+      })
+      return json(res)
+    })
+    .add('POST', '/api/stacks', async (c) => {
+      const b = parse(CreateBody, await c.json())
+      return accepted(await d.stacks.create(actorOf(c.principal), b), 201)
+    })
+    .add('GET', '/api/stacks/:stack', async (c) => json({ stack: await d.reads.show(actorOf(c.principal), c.params.stack!) }))
+    .add('PUT', '/api/stacks/:stack', async (c) => {
+      const b = parse(UpdateBody, await c.json())
+      if (!b.template && !b.existing) throw new ValidationError('give a template, or existing: true to reuse the current one (or use PATCH)')
+      return accepted(await d.stacks.update(actorOf(c.principal), c.params.stack!, b))
+    })
+    .add('PATCH', '/api/stacks/:stack', async (c) => {
+      const b = parse(UpdateBody, await c.json())
+      return accepted(await d.stacks.update(actorOf(c.principal), c.params.stack!, { ...b, existing: b.template === undefined }))
+    })
+    .add('DELETE', '/api/stacks/:stack', async (c) => accepted(await d.stacks.delete(actorOf(c.principal), c.params.stack!)))
+    .add('POST', '/api/stacks/:stack/preview', async (c) => {
+      const b = parse(UpdateBody, await c.json())
+      return json(await d.stacks.preview(actorOf(c.principal), c.params.stack!, { ...b, existing: b.existing ?? b.template === undefined }))
+    })
+    .add('POST', '/api/stacks/:stack/cancel', async (c) => accepted(await d.stacks.cancel(actorOf(c.principal), c.params.stack!, parse(CancelBody, await c.json()))))
+    .add('POST', '/api/stacks/:stack/rollback', async (c) => accepted(await d.stacks.rollback(actorOf(c.principal), c.params.stack!)))
+    .add('POST', '/api/stacks/:stack/check', async (c) => accepted(await d.stacks.check(actorOf(c.principal), c.params.stack!)))
+    .add('GET', '/api/stacks/:stack/resources', async (c) => json({ resources: await d.reads.resources(actorOf(c.principal), c.params.stack!, { all: c.url.searchParams.get('all') === 'true' || c.url.searchParams.get('all') === '1' }) }))
+    .add('GET', '/api/stacks/:stack/events', async (c) => {
+      const q = c.url.searchParams
+      return json(
+        await d.reads.events(actorOf(c.principal), c.params.stack!, {
+          after: intParam(q.get('after'), 0, 0, Number.MAX_SAFE_INTEGER, 'after'),
+          limit: intParam(q.get('limit'), 200, 1, 1000, 'limit'),
+          ...(q.get('resource') ? { resource: q.get('resource')! } : {}),
+          ...(q.get('traversal') ? { traversal: uuid(q.get('traversal')!, 'traversal') } : {}),
+        }),
+      )
+    })
+    .add('GET', '/api/stacks/:stack/traversals', async (c) => json({ traversals: await d.reads.traversals(actorOf(c.principal), c.params.stack!) }))
+    .add('GET', '/api/stacks/:stack/traversals/:traversal/graph', async (c) => {
+      const format = (c.url.searchParams.get('format') ?? 'json') as (typeof GRAPH_FORMATS)[number]
+      if (!GRAPH_FORMATS.includes(format)) throw new HttpError(400, 'invalid_query', `format must be one of ${GRAPH_FORMATS.join(', ')}`)
+      const t = c.params.traversal === 'current' ? 'current' : uuid(c.params.traversal!, 'traversal')
+      const g = await d.reads.graph(actorOf(c.principal), c.params.stack!, t, format)
+      return new Response(g.body, { headers: { 'content-type': g.contentType, 'content-disposition': `inline; filename="${g.filename}"`, 'cache-control': 'no-store' } })
+    })
+    .add('GET', '/api/stacks/:stack/template', async (c) => json(await d.reads.template(actorOf(c.principal), c.params.stack!)))
+    .add('GET', '/api/stacks/:stack/outputs', async (c) => json({ outputs: await d.reads.outputs(actorOf(c.principal), c.params.stack!) }))
+}
+
+function uuid(v: string, what: string): string {
+  if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(v)) throw new HttpError(404, 'not_found', `${what} ${v} not found`)
+  return v
+}
+
+/** Validate a template for the editor: parameters without a value are fine here (the form asks for them) unless `strict`. */
+export function validateLeniently(d: ApiDeps, b: z.infer<typeof ValidateBody>) {
+  return checkSubmission(b, {
+    catalog: typeCatalog(d.registry),
+    limits: d.limits,
+    stackName: 'validate',
+    allowMissingParameters: b.strict !== true,
+  })
+}

@@ -1,0 +1,36 @@
+/** Serving a `(Request) => Response` handler from Node's http server (the custom server and tests). */
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import { Readable } from 'node:stream'
+
+export function toNodeHandler(handle: (req: Request) => Promise<Response>, opts: { trustProxy?: boolean } = {}) {
+  return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    try {
+      const proto = opts.trustProxy && req.headers['x-forwarded-proto'] === 'https' ? 'https' : 'http'
+      const url = `${proto}://${req.headers.host ?? 'localhost'}${req.url ?? '/'}`
+      const headers = new Headers()
+      for (const [k, v] of Object.entries(req.headers)) {
+        if (Array.isArray(v)) for (const x of v) headers.append(k, x)
+        else if (v !== undefined) headers.set(k, v)
+      }
+      const hasBody = req.method !== 'GET' && req.method !== 'HEAD'
+      const request = new Request(url, {
+        method: req.method,
+        headers,
+        ...(hasBody ? { body: Readable.toWeb(req) as ReadableStream, duplex: 'half' } : {}),
+      } as RequestInit)
+      const response = await handle(request)
+      const out: Record<string, string | string[]> = {}
+      response.headers.forEach((v, k) => {
+        out[k] = k === 'set-cookie' ? [...((out[k] as string[] | undefined) ?? []), v] : v
+      })
+      res.writeHead(response.status, out)
+      if (response.body && req.method !== 'HEAD') {
+        const buf = Buffer.from(await response.arrayBuffer())
+        res.end(buf)
+      } else res.end()
+    } catch (err) {
+      if (!res.headersSent) res.writeHead(400, { 'content-type': 'application/json' })
+      res.end(JSON.stringify({ error: { code: 'bad_request', message: (err as Error).message } }))
+    }
+  }
+}

@@ -1,0 +1,92 @@
+/**
+ * The OpenAPI 3.1 document of Kiln's REST API, served at /api/openapi.json.
+ * Request bodies come from the same zod schemas the handlers validate with,
+ * so the document cannot drift from the code.
+ */
+import { z } from 'zod'
+import * as s from './schemas'
+
+interface Op {
+  method: 'get' | 'post' | 'put' | 'patch' | 'delete'
+  path: string
+  summary: string
+  body?: z.ZodType
+  ok: number
+  query?: string[]
+  public?: boolean
+}
+
+let cached: Record<string, unknown> | null = null
+
+export function openApiDocument(): Record<string, unknown> {
+  if (cached) return cached
+  const ops: Op[] = [
+    { method: 'get', path: '/api/health', summary: 'Database, migrations and live workers', ok: 200, public: true },
+    { method: 'get', path: '/api/openapi.json', summary: 'This document', ok: 200, public: true },
+    { method: 'post', path: '/api/session', summary: 'Log in with a token: sets the session cookie, returns the CSRF token', body: s.LoginBody, ok: 200, public: true },
+    { method: 'get', path: '/api/session', summary: 'Who am I (and the CSRF token of a browser session)', ok: 200 },
+    { method: 'delete', path: '/api/session', summary: 'Log out', ok: 204 },
+    { method: 'get', path: '/api/tokens', summary: "The project's API tokens (never their secrets)", ok: 200 },
+    { method: 'post', path: '/api/tokens', summary: 'Create a token; its secret is shown once', body: s.TokenBody, ok: 201 },
+    { method: 'delete', path: '/api/tokens/{token}', summary: 'Revoke a token (and end its sessions)', ok: 204 },
+    { method: 'post', path: '/api/projects', summary: 'Create a project and its first token (admin tokens only)', body: s.ProjectBody, ok: 201 },
+    { method: 'get', path: '/api/resource-types', summary: 'Registered resource types', ok: 200 },
+    { method: 'get', path: '/api/resource-types/{type}', summary: 'Property and attribute schema of a type', ok: 200 },
+    { method: 'post', path: '/api/templates/validate', summary: 'Validate a template; errors name path, line and column', body: s.ValidateBody, ok: 200 },
+    { method: 'get', path: '/api/stacks', summary: 'List stacks (filter by status or name; paginate with marker)', query: ['status', 'name', 'limit', 'marker'], ok: 200 },
+    { method: 'post', path: '/api/stacks', summary: 'Create a stack', body: s.CreateBody, ok: 201 },
+    { method: 'get', path: '/api/stacks/{stack}', summary: 'Show a stack (by id or name), with parameters (hidden ones masked) and outputs', ok: 200 },
+    { method: 'put', path: '/api/stacks/{stack}', summary: 'Update with a new template (also while IN_PROGRESS: supersedes the running traversal)', body: s.UpdateBody, ok: 202 },
+    { method: 'patch', path: '/api/stacks/{stack}', summary: 'Update reusing the current template; given parameters override', body: s.UpdateBody, ok: 202 },
+    { method: 'delete', path: '/api/stacks/{stack}', summary: 'Delete (also while IN_PROGRESS: in-flight actions are aborted)', ok: 202 },
+    { method: 'post', path: '/api/stacks/{stack}/preview', summary: 'What an update would create, update, replace, delete (against the in-flight target)', body: s.UpdateBody, ok: 200 },
+    { method: 'post', path: '/api/stacks/{stack}/cancel', summary: 'Cancel the running operation, with or without rollback', body: s.CancelBody, ok: 202 },
+    { method: 'post', path: '/api/stacks/{stack}/rollback', summary: 'Roll back to the last template that completed', ok: 202 },
+    { method: 'post', path: '/api/stacks/{stack}/check', summary: 'Check every resource', ok: 202 },
+    { method: 'get', path: '/api/stacks/{stack}/resources', summary: 'Resource rows with lock owner, lease and last traversal (all=1: deleted rows too)', query: ['all'], ok: 200 },
+    { method: 'get', path: '/api/stacks/{stack}/events', summary: 'Events after a sequence number (resume after any gap)', query: ['after', 'limit', 'resource', 'traversal'], ok: 200 },
+    { method: 'get', path: '/api/stacks/{stack}/traversals', summary: 'Traversal history: action, who, outcome, superseded by', ok: 200 },
+    { method: 'get', path: '/api/stacks/{stack}/traversals/{traversal}/graph', summary: 'A traversal graph (traversal id or `current`) as Cytoscape JSON, DOT or GraphML', query: ['format'], ok: 200 },
+    { method: 'get', path: '/api/stacks/{stack}/template', summary: 'The current template, environment and parameters (hidden masked)', ok: 200 },
+    { method: 'get', path: '/api/stacks/{stack}/outputs', summary: 'Outputs resolved from the current resources', ok: 200 },
+  ]
+  const paths: Record<string, Record<string, unknown>> = {}
+  for (const op of ops) {
+    const params = [...op.path.matchAll(/\{(\w+)\}/g)].map((m) => ({ name: m[1], in: 'path', required: true, schema: { type: 'string' } }))
+    for (const q of op.query ?? []) params.push({ name: q, in: 'query', required: false, schema: { type: 'string' } })
+    paths[op.path] ??= {}
+    paths[op.path]![op.method] = {
+      summary: op.summary,
+      ...(params.length ? { parameters: params } : {}),
+      ...(op.body ? { requestBody: { required: true, content: { 'application/json': { schema: z.toJSONSchema(op.body, { io: 'input', unrepresentable: 'any' }) } } } } : {}),
+      ...(op.public ? { security: [] } : {}),
+      responses: {
+        [String(op.ok)]: { description: 'success' },
+        '400': { $ref: '#/components/responses/Error' },
+        ...(op.public ? {} : { '401': { $ref: '#/components/responses/Error' }, '404': { $ref: '#/components/responses/Error' } }),
+      },
+    }
+  }
+  cached = {
+    openapi: '3.1.0',
+    info: { title: 'Kiln API', version: '1', description: "Kiln's REST API. Heat's Orchestration API v1 is also served under /v1/{project_id}." },
+    servers: [{ url: '/' }],
+    security: [{ token: [] }, { bearer: [] }, { session: [] }],
+    components: {
+      securitySchemes: {
+        token: { type: 'apiKey', in: 'header', name: 'X-Auth-Token' },
+        bearer: { type: 'http', scheme: 'bearer' },
+        session: { type: 'apiKey', in: 'cookie', name: 'kiln_session', description: 'Browser session; state-changing requests also need the X-CSRF-Token header.' },
+      },
+      responses: {
+        Error: {
+          description: 'An error: `code`, `message`, and for template problems `issues` with path, line and column.',
+          content: { 'application/json': { schema: { type: 'object', properties: { error: { type: 'object', properties: { code: { type: 'string' }, message: { type: 'string' }, issues: { type: 'array' } }, required: ['code', 'message'] } } } } },
+        },
+      },
+    },
+    paths,
+  }
+  return cached
+}
+

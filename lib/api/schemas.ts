@@ -1,0 +1,30 @@
+/** Request bodies of Kiln's REST API: validated once, at the boundary, and published in the OpenAPI document. */
+import { z } from 'zod'
+
+const templateField = z.union([z.string().max(64 << 20), z.record(z.string(), z.unknown())])
+const submission = {
+  template: templateField,
+  environment: z.union([z.string(), z.record(z.string(), z.unknown())]).optional(),
+  parameters: z.record(z.string(), z.unknown()).optional(),
+}
+export const CreateBody = z.object({
+  name: z.string().min(1).max(255),
+  ...submission,
+  timeoutMins: z.number().int().min(1).max(7 * 24 * 60).optional(),
+  disableRollback: z.boolean().optional(),
+  tags: z.array(z.string().max(80)).max(50).optional(),
+}).strict()
+export const UpdateBody = z.object({
+  template: templateField.optional(),
+  environment: submission.environment,
+  parameters: submission.parameters,
+  existing: z.boolean().optional(),
+  timeoutMins: z.number().int().min(1).max(7 * 24 * 60).optional(),
+  disableRollback: z.boolean().optional(),
+}).strict()
+export const CancelBody = z.object({ rollback: z.boolean().default(true) }).strict()
+export const ValidateBody = z.object({ ...submission, strict: z.boolean().optional() }).strict()
+export const LoginBody = z.object({ token: z.string().min(1).max(200) }).strict()
+export const TokenBody = z.object({ name: z.string().min(1).max(80), expiresInDays: z.number().int().min(1).max(3650).nullable().optional() }).strict()
+export const ProjectBody = z.object({ name: z.string().min(1).max(63) }).strict()
+

@@ -1,0 +1,309 @@
+/**
+ * Read side of the service layer: stacks, resources, events, traversals,
+ * graphs, templates and outputs of one project. Every query is scoped to the
+ * actor's project; another project's stack is "not found". Hidden parameter
+ * values and secret attributes are masked here, once, for every caller (API,
+ * Heat API, UI, CLI).
+ */
+import type pg from 'pg'
+import { toCytoscape, toDot, toGraphML, type NodeAnnotation } from '../engine/export'
+import type { NodeId, TraversalGraph } from '../engine/types'
+import type { Registry } from '../resources/registry'
+import { buildDefinition, parseEnvironment, parseTemplate, resolveOutputs, type ResolvedOutput } from '../template'
+import { NotFoundError, ValidationError } from './errors'
+import type { Actor, StackRecord } from './stacks'
+
+export const MASK = '******'
+
+export interface StackSummary {
+  id: string
+  name: string
+  action: string
+  status: string
+  statusReason: string
+  createdAt: string
+  updatedAt: string | null
+  currentTraversalId: string | null
+  tags: string[]
+  progress: { total: number; done: number; running: number; blocked: number; failed: number } | null
+}
+
+export interface ListQuery {
+  status?: string
+  name?: string
+  limit: number
+  /** Opaque cursor: the last (created_at, id) seen. */
+  marker?: string
+  includeProgress?: boolean
+}
+
+const iso = (d: unknown) => (d ? new Date(d as string).toISOString() : null)
+
+function summary(r: Record<string, unknown>): StackSummary {
+  return {
+    id: String(r.id),
+    name: String(r.name),
+    action: String(r.action),
+    status: String(r.status),
+    statusReason: String(r.status_reason),
+    createdAt: iso(r.created_at)!,
+    updatedAt: iso(r.updated_at),
+    currentTraversalId: (r.current_traversal_id as string | null) ?? null,
+    tags: (r.tags as string[]) ?? [],
+    progress: r.total === undefined || r.total === null ? null : { total: Number(r.total), done: Number(r.done), running: Number(r.running), blocked: Number(r.blocked), failed: Number(r.failed) },
+  }
+}
+
+const PROGRESS_SQL = `
+  LEFT JOIN LATERAL (
+    SELECT count(*) AS total,
+           count(*) FILTER (WHERE sp.state IN ('DONE', 'SKIPPED')) AS done,
+           count(*) FILTER (WHERE sp.state = 'RUNNING') AS running,
+           count(*) FILTER (WHERE sp.state = 'BLOCKED') AS blocked,
+           count(*) FILTER (WHERE sp.state = 'FAILED') AS failed
+      FROM sync_point sp WHERE sp.traversal_id = s.current_traversal_id AND s.status = 'IN_PROGRESS'
+  ) p ON true`
+
+export function createReadService(pool: pg.Pool, registry: Registry) {
+  async function stackRow(actor: Actor, ref: string): Promise<Record<string, unknown>> {
+    const byId = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(ref)
+    const { rows } = await pool.query(
+      `SELECT * FROM stack WHERE ${byId ? 'id' : 'name'} = $1 AND project_id = $2 ${byId ? '' : 'AND deleted_at IS NULL'} ORDER BY created_at DESC LIMIT 1`,
+      [ref, actor.projectId],
+    )
+    if (!rows[0]) throw new NotFoundError(`stack ${ref} not found`)
+    return rows[0]
+  }
+
+  async function templateOf(templateId: string | null) {
+    if (!templateId) return null
+    const { rows } = await pool.query('SELECT id, source, template, environment, parameters FROM raw_template WHERE id = $1', [templateId])
+    return rows[0] ?? null
+  }
+
+  /** Parameter values with hidden ones masked. */
+  function maskedParameters(t: { template: Record<string, unknown>; parameters: Record<string, unknown> } | null): Record<string, unknown> {
+    if (!t) return {}
+    const schemas = (t.template.parameters ?? {}) as Record<string, { hidden?: unknown; default?: unknown }>
+    const out: Record<string, unknown> = {}
+    for (const [name, s] of Object.entries(schemas)) {
+      const v = name in t.parameters ? t.parameters[name] : s?.default
+      out[name] = s?.hidden === true || s?.hidden === 'true' ? MASK : v ?? null
+    }
+    return out
+  }
+
+  function maskAttributes(type: string, attrs: Record<string, unknown> | null): Record<string, unknown> {
+    const t = registry.get(type)
+    if (!attrs) return {}
+    return Object.fromEntries(Object.entries(attrs).map(([k, v]) => [k, t?.attributes[k]?.secret ? MASK : v]))
+  }
+
+  function maskProperties(type: string, props: Record<string, unknown> | null, hiddenValues: Set<string>): Record<string, unknown> | null {
+    if (!props) return null
+    const t = registry.get(type)
+    return Object.fromEntries(Object.entries(props).map(([k, v]) => [k, t?.properties[k]?.secret || (typeof v === 'string' && hiddenValues.has(v)) ? MASK : v]))
+  }
+
+  /** String values of hidden parameters: a property holding one is masked too. */
+  function hiddenValues(t: { template: Record<string, unknown>; parameters: Record<string, unknown> } | null): Set<string> {
+    const out = new Set<string>()
+    if (!t) return out
+    for (const [name, s] of Object.entries((t.template.parameters ?? {}) as Record<string, { hidden?: unknown; default?: unknown }>)) {
+      if (s?.hidden !== true && s?.hidden !== 'true') continue
+      const v = name in t.parameters ? t.parameters[name] : s.default
+      if (v !== undefined && v !== null && String(v).length > 0) out.add(String(v))
+    }
+    return out
+  }
+
+  async function outputs(stack: Record<string, unknown>): Promise<Record<string, ResolvedOutput>> {
+    const t = await templateOf((stack.raw_template_id as string | null) ?? null)
+    if (!t) return {}
+    let def
+    try {
+      def = buildDefinition(parseTemplate(t.source), { environment: parseEnvironment(t.environment), parameters: t.parameters, stackName: String(stack.name), stackId: String(stack.id), projectId: String(stack.project_id) })
+    } catch (err) {
+      return { _error: { value: null, error: (err as Error).message } }
+    }
+    const { rows } = await pool.query(
+      `SELECT DISTINCT ON (name) name, type, physical_id, attributes FROM resource
+        WHERE stack_id = $1 AND action IN ('CREATE', 'UPDATE', 'CHECK') AND status = 'COMPLETE' AND current_template_id IS NOT NULL
+        ORDER BY name, id DESC`,
+      [stack.id],
+    )
+    const byName = new Map(rows.map((r) => [String(r.name), r]))
+    const resolved = resolveOutputs(def, {
+      getResource: (n) => byName.get(n)?.physical_id ?? null,
+      getAttr: (n, a) => (byName.get(n)?.attributes as Record<string, unknown> | null)?.[a] ?? null,
+    })
+    const hidden = hiddenValues(t)
+    for (const o of Object.values(resolved)) if (typeof o.value === 'string' && hidden.has(o.value)) o.value = MASK
+    return resolved
+  }
+
+  return {
+    stackRow,
+
+    async list(actor: Actor, q: ListQuery): Promise<{ stacks: StackSummary[]; next: string | null }> {
+      const args: unknown[] = [actor.projectId]
+      const where = ['s.project_id = $1', 's.deleted_at IS NULL']
+      if (q.status) {
+        args.push(q.status.toUpperCase())
+        where.push(`(s.status = $${args.length} OR s.action || '_' || s.status = $${args.length})`)
+      }
+      if (q.name) {
+        args.push(`%${q.name.replace(/[\\%_]/g, (c) => `\\${c}`)}%`)
+        where.push(`s.name ILIKE $${args.length}`)
+      }
+      if (q.marker) {
+        const [at, id] = Buffer.from(q.marker, 'base64url').toString().split('|')
+        if (!at || !id || Number.isNaN(Date.parse(at))) throw new ValidationError('invalid marker')
+        args.push(at, id)
+        where.push(`(s.created_at, s.id) < ($${args.length - 1}::timestamptz, $${args.length}::uuid)`)
+      }
+      args.push(q.limit + 1)
+      const { rows } = await pool.query(
+        `SELECT s.*, p.* FROM stack s ${PROGRESS_SQL} WHERE ${where.join(' AND ')} ORDER BY s.created_at DESC, s.id DESC LIMIT $${args.length}`,
+        args,
+      )
+      const page = rows.slice(0, q.limit)
+      const last = page.at(-1)
+      return {
+        stacks: page.map(summary),
+        next: rows.length > q.limit && last ? Buffer.from(`${new Date(last.created_at).toISOString()}|${last.id}`).toString('base64url') : null,
+      }
+    },
+
+    async show(actor: Actor, ref: string) {
+      const s = await stackRow(actor, ref)
+      const { rows } = await pool.query(`SELECT p.* FROM stack s ${PROGRESS_SQL} WHERE s.id = $1`, [s.id])
+      const t = await templateOf((s.raw_template_id as string | null) ?? null)
+      return {
+        ...summary({ ...s, ...rows[0] }),
+        projectId: String(s.project_id),
+        description: typeof t?.template?.description === 'string' ? (t.template.description as string) : '',
+        timeoutMins: Number(s.timeout_mins),
+        disableRollback: Boolean(s.disable_rollback),
+        templateId: (s.raw_template_id as string | null) ?? null,
+        parameters: maskedParameters(t),
+        outputs: await outputs(s),
+        deletedAt: iso(s.deleted_at),
+      }
+    },
+
+    async template(actor: Actor, ref: string) {
+      const s = await stackRow(actor, ref)
+      const t = await templateOf((s.raw_template_id as string | null) ?? null)
+      if (!t) throw new NotFoundError('the stack has no template')
+      return { source: String(t.source), template: t.template as Record<string, unknown>, environment: t.environment as Record<string, unknown>, parameters: maskedParameters(t) }
+    },
+
+    async resources(actor: Actor, ref: string, opts: { all?: boolean } = {}) {
+      const s = await stackRow(actor, ref)
+      const t = await templateOf((s.raw_template_id as string | null) ?? null)
+      const hidden = hiddenValues(t)
+      const { rows } = await pool.query(
+        `SELECT r.*, CASE WHEN w.id IS NULL THEN NULL ELSE w.hostname || ':' || w.pid END AS worker_name FROM resource r LEFT JOIN worker w ON w.id = r.engine_id
+          WHERE r.stack_id = $1 ${opts.all ? '' : `AND NOT (r.action = 'DELETE' AND r.status = 'COMPLETE')`} ORDER BY r.name, r.id`,
+        [s.id],
+      )
+      return rows.map((r) => ({
+        id: Number(r.id),
+        uuid: String(r.uuid),
+        name: String(r.name),
+        type: String(r.type),
+        action: String(r.action),
+        status: String(r.status),
+        statusReason: String(r.status_reason),
+        physicalId: (r.physical_id as string | null) ?? null,
+        properties: maskProperties(String(r.type), r.properties, hidden),
+        attributes: maskAttributes(String(r.type), r.attributes),
+        requires: (r.requires as number[]) ?? [],
+        replaces: (r.replaces as number | null) ?? null,
+        replacedBy: (r.replaced_by as number | null) ?? null,
+        current: r.current_template_id !== null && r.current_template_id === s.raw_template_id,
+        lock: r.engine_id ? { worker: String(r.engine_id), workerName: (r.worker_name as string | null) ?? null, traversalId: r.lock_traversal_id, leaseExpiresAt: iso(r.lease_expires_at) } : null,
+        waiter: r.waiter_traversal_id ? { traversalId: String(r.waiter_traversal_id), isUpdate: Boolean(r.waiter_is_update) } : null,
+        lastTraversalId: (r.last_traversal_id as string | null) ?? null,
+        createdAt: iso(r.created_at)!,
+        updatedAt: iso(r.updated_at)!,
+      }))
+    },
+
+    async events(actor: Actor, ref: string, q: { after?: number; limit: number; resource?: string; traversal?: string }) {
+      const s = await stackRow(actor, ref)
+      const args: unknown[] = [s.id, q.after ?? 0]
+      const where = ['stack_id = $1', 'seq > $2']
+      if (q.resource) {
+        args.push(q.resource)
+        where.push(`resource_name = $${args.length}`)
+      }
+      if (q.traversal) {
+        args.push(q.traversal)
+        where.push(`traversal_id = $${args.length}`)
+      }
+      args.push(q.limit)
+      const { rows } = await pool.query(`SELECT * FROM event WHERE ${where.join(' AND ')} ORDER BY seq LIMIT $${args.length}`, args)
+      const events = rows.map((r) => ({
+        seq: Number(r.seq),
+        traversalId: (r.traversal_id as string | null) ?? null,
+        kind: String(r.kind),
+        resourceId: r.resource_id === null ? null : Number(r.resource_id),
+        resourceName: (r.resource_name as string | null) ?? null,
+        physicalId: (r.physical_id as string | null) ?? null,
+        action: (r.action as string | null) ?? null,
+        status: (r.status as string | null) ?? null,
+        reason: String(r.reason),
+        data: (r.data as Record<string, unknown> | null) ?? null,
+        at: iso(r.created_at)!,
+      }))
+      return { stackId: String(s.id), lastSeq: Number(s.event_seq), events }
+    },
+
+    async traversals(actor: Actor, ref: string) {
+      const s = await stackRow(actor, ref)
+      const { rows } = await pool.query(
+        `SELECT id, action, raw_template_id, started_by, started_at, deadline, ended_at, outcome, outcome_reason, superseded_by_id, failure_reason, node_count
+           FROM traversal WHERE stack_id = $1 ORDER BY started_at DESC, id`,
+        [s.id],
+      )
+      return rows.map((r) => ({
+        id: String(r.id),
+        action: String(r.action),
+        templateId: String(r.raw_template_id),
+        startedBy: String(r.started_by),
+        startedAt: iso(r.started_at)!,
+        deadline: iso(r.deadline)!,
+        endedAt: iso(r.ended_at),
+        outcome: (r.outcome as string | null) ?? null,
+        outcomeReason: String(r.outcome_reason),
+        supersededBy: (r.superseded_by_id as string | null) ?? null,
+        failureReason: (r.failure_reason as string | null) ?? null,
+        nodeCount: Number(r.node_count),
+        current: r.id === s.current_traversal_id,
+      }))
+    },
+
+    async graph(actor: Actor, ref: string, traversalId: string | 'current', format: 'json' | 'dot' | 'graphml') {
+      const s = await stackRow(actor, ref)
+      const id = traversalId === 'current' ? s.current_traversal_id : traversalId
+      if (!id || !/^[0-9a-f-]{36}$/i.test(String(id))) throw new NotFoundError('traversal not found')
+      const { rows } = await pool.query('SELECT id, graph, action, outcome FROM traversal WHERE id = $1 AND stack_id = $2', [id, s.id])
+      if (!rows[0]) throw new NotFoundError(`traversal ${id} not found`)
+      const graph = rows[0].graph as TraversalGraph
+      const sp = await pool.query('SELECT resource_id, is_update, state, satisfied, required FROM sync_point WHERE traversal_id = $1', [id])
+      const notes: Record<NodeId, NodeAnnotation> = {}
+      for (const r of sp.rows) notes[`${r.resource_id}:${r.is_update ? 'u' : 'c'}` as NodeId] = { state: String(r.state).toLowerCase() }
+      const name = `${s.name}-${String(rows[0].action).toLowerCase()}-${String(id).slice(0, 8)}`
+      if (format === 'dot') return { contentType: 'text/vnd.graphviz; charset=utf-8', body: toDot(graph, notes, name), filename: `${name}.dot` }
+      if (format === 'graphml') return { contentType: 'application/graphml+xml; charset=utf-8', body: toGraphML(graph, notes), filename: `${name}.graphml` }
+      return { contentType: 'application/json', body: JSON.stringify({ traversalId: id, action: rows[0].action, outcome: rows[0].outcome, elements: toCytoscape(graph, notes) }), filename: `${name}.json` }
+    },
+
+    outputs: async (actor: Actor, ref: string) => outputs(await stackRow(actor, ref)),
+  }
+}
+
+export type ReadService = ReturnType<typeof createReadService>
+export type { StackRecord }

@@ -1,0 +1,153 @@
+/**
+ * Heat's Orchestration API v1 as Heat's own clients use it: Debian's
+ * `openstack` (python3-openstackclient + python3-heatclient) drives create ->
+ * update while IN_PROGRESS -> cancel -> delete, unchanged, with token auth
+ * (`--os-auth-type admin_token`). Plus the API's wire format, checked directly:
+ * field names, the name redirect, Heat's error body, and isolation.
+ *
+ * The CLI part needs the `openstack` command: CI installs it and sets
+ * KILN_REQUIRE_HEATCLIENT=1 so that its absence fails the run.
+ */
+import { execFile, execFileSync } from 'node:child_process'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { promisify } from 'node:util'
+import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { env } from '../../lib/env'
+import { startApiServer, type ApiServer } from '../helpers/api-server'
+import { TestCluster } from '../helpers/cluster'
+import { testDatabase, type TestDatabase } from '../helpers/db'
+
+const run = promisify(execFile)
+const hasOpenstack = (() => {
+  try {
+    execFileSync('openstack', ['--version'], { stdio: 'ignore' })
+    return true
+  } catch {
+    return false
+  }
+})()
+
+let db: TestDatabase
+let c: TestCluster
+let api: ApiServer
+let dir: string
+
+beforeAll(async () => {
+  db = await testDatabase()
+  c = await TestCluster.start(db.url, { workers: 2, leaseMs: 2000 })
+  api = await startApiServer(c)
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kiln-heat-'))
+})
+afterAll(async () => {
+  await api?.close()
+  await c?.stop()
+  await db?.drop()
+  if (dir) fs.rmSync(dir, { recursive: true, force: true })
+})
+
+const template = (value: string, wait: number) => `heat_template_version: 2018-08-31
+resources:
+  a:
+    type: OS::Heat::TestResource
+    properties:
+      value: ${value}
+      wait_secs: ${wait}
+  b:
+    type: OS::Heat::TestResource
+    properties:
+      value: { get_attr: [a, output] }
+      wait_secs: ${wait}
+outputs:
+  result:
+    value: { get_attr: [b, output] }
+`
+
+describe('Heat API v1 wire format', () => {
+  test('create -> 201 with a self link; /stacks/{name} redirects; show has Heat field names', async () => {
+    const p = `/v1/${api.a.projectId}`
+    const created = await api.call('POST', `${p}/stacks`, { body: { stack_name: 'wire', template: { heat_template_version: '2018-08-31', resources: { v: { type: 'OS::Heat::Value', properties: { value: 42 } } }, outputs: { o: { value: { get_attr: ['v', 'value'] } } } } } })
+    expect(created.status).toBe(201)
+    const id = created.body.stack.id
+    expect(created.body.stack.links[0]).toEqual({ href: `${api.url}${p}/stacks/wire/${id}`, rel: 'self' })
+    await c.settle(id)
+    const redirect = await api.call('GET', `${p}/stacks/wire`)
+    expect(redirect.status).toBe(302)
+    expect(redirect.headers.get('location')).toBe(`${api.url}${p}/stacks/wire/${id}`)
+    const shown = await api.call('GET', `${p}/stacks/wire/${id}`)
+    expect(shown.body.stack).toMatchObject({ id, stack_name: 'wire', stack_status: 'CREATE_COMPLETE', disable_rollback: true, capabilities: [] })
+    expect(shown.body.stack.creation_time).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/)
+    expect(shown.body.stack.outputs).toEqual([{ output_key: 'o', output_value: 42, description: 'No description given' }])
+    expect(shown.body.stack.parameters['OS::stack_name']).toBe('wire')
+    const events = await api.call('GET', `${p}/stacks/wire/${id}/events`)
+    const stackEvents = events.body.events.filter((e: { resource_name: string }) => e.resource_name === 'wire')
+    expect(stackEvents.map((e: { resource_status: string }) => e.resource_status)).toEqual(['CREATE_IN_PROGRESS', 'CREATE_COMPLETE'])
+    expect(stackEvents[0].physical_resource_id).toBe(id)
+    const after = await api.call('GET', `${p}/stacks/wire/${id}/events?marker=${events.body.events[0].id}`)
+    expect(after.body.events).toHaveLength(events.body.events.length - 1)
+    const resources = await api.call('GET', `${p}/stacks/wire/resources`)
+    expect(resources.status).toBe(302)
+  })
+
+  test("errors have Heat's body; another project's token is refused or sees nothing", async () => {
+    const p = `/v1/${api.a.projectId}`
+    const missing = await api.call('GET', `${p}/stacks/nope/00000000-0000-4000-8000-000000000000`)
+    expect(missing.status).toBe(404)
+    expect(missing.body).toMatchObject({ code: 404, title: 'Not Found', error: { type: 'EntityNotFound' } })
+    const bad = await api.call('POST', `${p}/stacks`, { body: { stack_name: 'bad', template: { heat_template_version: '2018-08-31', resources: { x: { type: 'No::Such' } } } } })
+    expect(bad.status).toBe(400)
+    expect(bad.body.error.message).toContain('resources.x.type')
+    expect((await api.call('GET', `${p}/stacks`, { token: null })).status).toBe(401)
+    // B's token on A's project URL: forbidden; on its own URL, A's stack does not exist.
+    expect((await api.call('GET', `${p}/stacks`, { token: api.b.token })).status).toBe(403)
+    const mine = await api.call('GET', `${p}/stacks`)
+    const id = mine.body.stacks[0].id
+    expect((await api.call('GET', `/v1/${api.b.projectId}/stacks/wire/${id}`, { token: api.b.token })).status).toBe(404)
+    expect((await api.call('GET', `/v1/${api.b.projectId}/stacks/wire`, { token: api.b.token })).status).toBe(404)
+    expect((await api.call('DELETE', `/v1/${api.b.projectId}/stacks/wire`, { token: api.b.token })).status).toBe(404)
+    expect((await api.call('GET', `/v1/${api.b.projectId}/stacks`, { token: api.b.token })).body.stacks).toEqual([])
+  })
+})
+
+describe.runIf(hasOpenstack || env().KILN_REQUIRE_HEATCLIENT)('openstack CLI (python3-heatclient), unchanged', () => {
+  const openstack = async (...args: string[]) => {
+    const res = await run('openstack', ['--os-auth-type', 'admin_token', '--os-endpoint', `${api.url}/v1/${api.a.projectId}`, '--os-token', api.a.token, ...args], { encoding: 'utf8', timeout: 90_000 })
+    return res.stdout
+  }
+  const status = async (name: string) => JSON.parse(await openstack('stack', 'show', name, '-f', 'json')).stack_status as string
+
+  test('create -> update while IN_PROGRESS -> cancel -> delete', async () => {
+    expect(hasOpenstack, 'the openstack command is required here (apt-get install python3-openstackclient python3-heatclient)').toBe(true)
+    const t1 = path.join(dir, 'one.yaml')
+    const t2 = path.join(dir, 'two.yaml')
+    const t3 = path.join(dir, 'three.yaml')
+    fs.writeFileSync(t1, template('one', 0.1))
+    fs.writeFileSync(t2, template('two', 1.5))
+    fs.writeFileSync(t3, template('three', 1.5))
+
+    const created = await openstack('stack', 'create', '-t', t1, 'cli', '--wait')
+    expect(created).toContain('CREATE_COMPLETE')
+    expect(JSON.parse(await openstack('stack', 'output', 'show', 'cli', 'result', '-f', 'json')).output_value).toBe('one')
+
+    await openstack('stack', 'update', '-t', t2, 'cli')
+    expect(await status('cli')).toBe('UPDATE_IN_PROGRESS')
+    // Heat's convergence: a second update while the first runs is accepted and supersedes it.
+    await openstack('stack', 'update', '-t', t3, 'cli')
+    expect(await status('cli')).toBe('UPDATE_IN_PROGRESS')
+    await openstack('stack', 'cancel', 'cli', '--wait')
+    await c.waitFor(async () => !(await status('cli')).endsWith('IN_PROGRESS'), 30_000, 'the rollback to finish')
+    expect(await status('cli')).toBe('ROLLBACK_COMPLETE')
+    expect(JSON.parse(await openstack('stack', 'output', 'show', 'cli', 'result', '-f', 'json')).output_value).toBe('one')
+
+    const resources = JSON.parse(await openstack('stack', 'resource', 'list', 'cli', '-f', 'json')) as { resource_name: string; resource_status: string }[]
+    expect(resources.map((r) => r.resource_name).sort()).toEqual(['a', 'b'])
+    const events = JSON.parse(await openstack('stack', 'event', 'list', 'cli', '-f', 'json')) as { resource_status: string }[]
+    expect(events.map((e) => e.resource_status)).toContain('ROLLBACK_COMPLETE')
+
+    await openstack('stack', 'delete', 'cli', '--yes', '--wait')
+    const left = JSON.parse(await openstack('stack', 'list', '-f', 'json')) as { 'Stack Name': string }[]
+    expect(left.map((s) => s['Stack Name'])).not.toContain('cli')
+    expect(left.map((s) => s['Stack Name'])).toContain('wire')
+  }, 120_000)
+})
