@@ -79,6 +79,9 @@ const EnvSchema = z.object({
   KILN_DEFAULT_TIMEOUT_MINS: int(60),
   /** Mark the session cookie `Secure` (serve Kiln behind https). */
   KILN_SECURE_COOKIES: bool(false),
+  /** CLI: the Kiln server and the API token to use (flags --url / --token override). */
+  KILN_URL: z.string().trim().url().optional(),
+  KILN_TOKEN: z.string().trim().optional(),
   /** Tests: fail (rather than skip) the heatclient / browser suites when their tools are missing (CI sets these). */
   KILN_REQUIRE_HEATCLIENT: bool(false),
   KILN_REQUIRE_BROWSER: bool(false),

@@ -1,7 +1,7 @@
 /**
  * Kiln's API over real HTTP for tests: the same `createApi` the web server
  * mounts, on a loopback port, against a TestCluster's database (whose worker
- * processes run the traversals). Two projects, each with a token, for
+ * processes run the traversals), with Socket.IO attached as in server.ts. Two projects, each with a token, for
  * isolation tests; project A's token is an admin token.
  */
 import crypto from 'node:crypto'
@@ -15,6 +15,7 @@ import { builtinTypes, createRegistry, typeCatalog } from '../../lib/resources/r
 import { createAccountService } from '../../lib/services/accounts'
 import { createReadService } from '../../lib/services/reads'
 import { createStackService } from '../../lib/services/stacks'
+import { attachRealtime } from '../../lib/server/realtime'
 import type { TestCluster } from './cluster'
 
 export interface ApiServer {
@@ -42,6 +43,7 @@ export async function startApiServer(c: TestCluster, opts: { maxBodyBytes?: numb
     secureCookies: false,
   }
   const server: Server = createServer(toNodeHandler(createApi(deps)))
+  const realtime = attachRealtime(server, { url: c.url, pool: c.db.pool, log: deps.log })
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
 
@@ -59,6 +61,7 @@ export async function startApiServer(c: TestCluster, opts: { maxBodyBytes?: numb
     a,
     b,
     async close() {
+      await realtime.close()
       server.closeAllConnections()
       await new Promise((r) => server.close(() => r(null)))
     },

@@ -1,0 +1,237 @@
+/**
+ * `kiln`: the command-line client of Kiln's REST API.
+ *
+ *   kiln stack create|update|preview|cancel|delete|list|show|events|watch|export-graph
+ *   kiln template validate
+ *
+ * URL and token come from --url/--token or KILN_URL/KILN_TOKEN. `--wait` and
+ * `watch` follow the live stream with a progress bar and exit non-zero when
+ * the operation ends FAILED. Tables by default, `--json` for scripts.
+ */
+import fs from 'node:fs'
+import { Command, Option } from 'commander'
+import { parseEnv } from '../env'
+import { ApiError, KilnClient } from './client'
+import { table } from './render'
+import { eventHead, watchStack } from './watch'
+
+const program = new Command('kiln').description("Kiln's command-line client").showHelpAfterError()
+program
+  .addOption(new Option('--url <url>', 'Kiln server URL (default $KILN_URL or http://127.0.0.1:3000)'))
+  .addOption(new Option('--token <token>', 'API token (default $KILN_TOKEN)'))
+  .option('--json', 'machine-readable output', false)
+
+function client(): KilnClient {
+  const g = program.opts<{ url?: string; token?: string }>()
+  let e
+  try {
+    e = parseEnv()
+  } catch (err) {
+    fail((err as Error).message)
+  }
+  const token = g.token ?? e.KILN_TOKEN
+  if (!token) fail('no API token: pass --token or set KILN_TOKEN (npm start prints one on first start)')
+  return new KilnClient(g.url ?? e.KILN_URL ?? 'http://127.0.0.1:3000', token)
+}
+const json = () => program.opts<{ json: boolean }>().json
+
+function fail(message: string, code = 2): never {
+  process.stderr.write(`kiln: ${message}\n`)
+  process.exit(code)
+}
+
+function readFile(path: string, what: string): string {
+  try {
+    return fs.readFileSync(path, 'utf8')
+  } catch (err) {
+    fail(`cannot read ${what} ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
+  }
+}
+
+function parameters(list: string[] | undefined): Record<string, string> | undefined {
+  if (!list?.length) return undefined
+  const out: Record<string, string> = {}
+  for (const kv of list) {
+    const i = kv.indexOf('=')
+    if (i <= 0) fail(`--parameter takes name=value (got "${kv}")`)
+    out[kv.slice(0, i)] = kv.slice(i + 1)
+  }
+  return out
+}
+
+const collect = (v: string, prev: string[] = []) => [...prev, v]
+
+function submission(o: { template?: string; environment?: string; parameter?: string[] }) {
+  return {
+    ...(o.template ? { template: readFile(o.template, 'template') } : {}),
+    ...(o.environment ? { environment: readFile(o.environment, 'environment') } : {}),
+    ...(parameters(o.parameter) ? { parameters: parameters(o.parameter) } : {}),
+  }
+}
+
+function print(value: unknown, human: () => string) {
+  process.stdout.write((json() ? JSON.stringify(value, null, 2) : human()) + '\n')
+}
+
+/** Follow an operation to its end; exit 1 when it ends FAILED. */
+async function follow(c: KilnClient, stackId: string, after: number) {
+  const end = await watchStack(c, stackId, { after, json: json(), out: process.stdout, err: process.stderr })
+  if (json()) process.stdout.write(JSON.stringify({ result: end }) + '\n')
+  else process.stdout.write(`${end.action}_${end.status}: ${end.reason}\n`)
+  if (end.status === 'FAILED') process.exit(1)
+}
+
+const stack = program.command('stack').description('stacks')
+
+stack
+  .command('list')
+  .option('--status <status>', 'only stacks with this status (e.g. UPDATE_FAILED or FAILED)')
+  .option('--name <text>', 'name contains')
+  .option('--limit <n>', 'at most n stacks', '100')
+  .action(async (o) => {
+    const q = new URLSearchParams({ limit: o.limit, ...(o.status ? { status: o.status } : {}), ...(o.name ? { name: o.name } : {}) })
+    const res = await client().get(`/api/stacks?${q}`)
+    print(res.stacks, () =>
+      table(
+        res.stacks.map((s: any) => ({ ...s, status: `${s.action}_${s.status}`, progress: s.progress ? `${s.progress.done}/${s.progress.total}` : '' })),
+        ['name', 'id', 'status', 'progress', 'createdAt'],
+      ),
+    )
+  })
+
+stack
+  .command('show <stack>')
+  .action(async (ref) => {
+    const { stack: s } = await client().get(`/api/stacks/${encodeURIComponent(ref)}`)
+    print(s, () =>
+      [
+        table([{ ...s, status: `${s.action}_${s.status}` }], ['name', 'id', 'status', 'statusReason']),
+        '',
+        'parameters: ' + JSON.stringify(s.parameters),
+        'outputs:',
+        ...Object.entries(s.outputs as Record<string, { value: unknown; error?: string }>).map(([k, v]) => `  ${k} = ${v.error ? `(error: ${v.error})` : JSON.stringify(v.value)}`),
+      ].join('\n'),
+    )
+  })
+
+stack
+  .command('create <name>')
+  .requiredOption('-t, --template <file>', 'template file (YAML or JSON)')
+  .option('-e, --environment <file>', 'environment file')
+  .option('-P, --parameter <name=value>', 'parameter value (repeatable)', collect)
+  .option('--timeout <minutes>', 'stack timeout in minutes')
+  .option('--enable-rollback', 'roll back automatically on failure', false)
+  .option('--wait', 'follow the operation with a progress bar until it ends', false)
+  .action(async (name, o) => {
+    const c = client()
+    const res = await c.post('/api/stacks', { name, ...submission(o), ...(o.timeout ? { timeoutMins: Number(o.timeout) } : {}), disableRollback: !o.enableRollback })
+    if (!o.wait) return print(res, () => `${res.stack.name} ${res.stack.id}: CREATE started`)
+    await follow(c, res.stack.id, 0)
+  })
+
+stack
+  .command('update <stack>')
+  .option('-t, --template <file>', 'new template (omit with --existing)')
+  .option('-e, --environment <file>', 'environment file')
+  .option('-P, --parameter <name=value>', 'parameter value (repeatable)', collect)
+  .option('--existing', 'reuse the current template; only change parameters', false)
+  .option('--wait', 'follow the operation until it ends', false)
+  .action(async (ref, o) => {
+    if (!o.template && !o.existing) fail('give --template <file>, or --existing to reuse the current template')
+    const c = client()
+    const { stack: s } = await c.get(`/api/stacks/${encodeURIComponent(ref)}`)
+    const after = await eventHead(c, s.id)
+    const res = o.existing ? await c.patch(`/api/stacks/${s.id}`, submission(o)) : await c.put(`/api/stacks/${s.id}`, submission(o))
+    if (!o.wait) return print(res, () => `${s.name}: UPDATE started${res.superseded ? ` (superseded the running traversal ${res.superseded.slice(0, 8)})` : ''}`)
+    await follow(c, s.id, after)
+  })
+
+stack
+  .command('preview <stack>')
+  .option('-t, --template <file>', 'new template (default: the current one)')
+  .option('-e, --environment <file>', 'environment file')
+  .option('-P, --parameter <name=value>', 'parameter value (repeatable)', collect)
+  .action(async (ref, o) => {
+    const res = await client().post(`/api/stacks/${encodeURIComponent(ref)}/preview`, submission(o))
+    print(res, () =>
+      [
+        table(res.items.map((i: any) => ({ ...i, changed: (i.changed ?? []).join(','), reason: i.reason ?? '' })), ['name', 'type', 'action', 'changed', 'reason']),
+        '',
+        Object.entries(res.summary).map(([k, v]) => `${v} ${k}`).join(', ') + (res.against.inFlight ? '  (against the in-flight target)' : ''),
+      ].join('\n'),
+    )
+  })
+
+stack
+  .command('cancel <stack>')
+  .option('--no-rollback', 'stop without rolling back')
+  .option('--wait', 'follow until it ends', false)
+  .action(async (ref, o) => {
+    const c = client()
+    const { stack: s } = await c.get(`/api/stacks/${encodeURIComponent(ref)}`)
+    const after = await eventHead(c, s.id)
+    const res = await c.post(`/api/stacks/${s.id}/cancel`, { rollback: o.rollback })
+    if (!o.wait) return print(res, () => `${s.name}: ${o.rollback ? 'cancelled; rolling back' : 'cancelled without rollback'}`)
+    await follow(c, s.id, after)
+  })
+
+stack
+  .command('delete <stack>')
+  .option('--wait', 'follow until it ends', false)
+  .action(async (ref, o) => {
+    const c = client()
+    const { stack: s } = await c.get(`/api/stacks/${encodeURIComponent(ref)}`)
+    const after = await eventHead(c, s.id)
+    const res = await c.del(`/api/stacks/${s.id}`)
+    if (!o.wait) return print(res, () => `${s.name}: DELETE started`)
+    await follow(c, s.id, after)
+  })
+
+stack
+  .command('events <stack>')
+  .option('--after <seq>', 'only events after this sequence number', '0')
+  .option('--limit <n>', 'at most n events', '200')
+  .action(async (ref, o) => {
+    const res = await client().get(`/api/stacks/${encodeURIComponent(ref)}/events?after=${o.after}&limit=${o.limit}`)
+    print(res.events, () => table(res.events.map((e: any) => ({ ...e, state: e.action ? `${e.action}_${e.status}` : (e.data?.state ?? '') })), ['seq', 'at', 'kind', 'resourceName', 'state', 'reason']))
+  })
+
+stack
+  .command('watch <stack>')
+  .description('follow the running operation (progress bar, events) until it ends')
+  .action(async (ref) => {
+    const c = client()
+    const { stack: s } = await c.get(`/api/stacks/${encodeURIComponent(ref)}`)
+    await follow(c, s.id, await eventHead(c, s.id))
+  })
+
+stack
+  .command('export-graph <stack>')
+  .option('--traversal <id>', 'traversal id (default: the current one)', 'current')
+  .addOption(new Option('--format <format>', 'output format').choices(['dot', 'graphml', 'json']).default('dot'))
+  .option('-o, --output <file>', 'write to a file instead of stdout')
+  .action(async (ref, o) => {
+    const body = await client().request<string>('GET', `/api/stacks/${encodeURIComponent(ref)}/traversals/${o.traversal}/graph?format=${o.format}`, undefined, true)
+    if (o.output) fs.writeFileSync(o.output, body)
+    else process.stdout.write(body.endsWith('\n') ? body : body + '\n')
+  })
+
+program
+  .command('template')
+  .description('templates')
+  .command('validate')
+  .requiredOption('-t, --template <file>', 'template file')
+  .option('-e, --environment <file>', 'environment file')
+  .option('-P, --parameter <name=value>', 'parameter value (repeatable)', collect)
+  .action(async (o) => {
+    const res = await client().post('/api/templates/validate', submission(o))
+    print(res, () => `valid (${res.version}): ${res.resources.length} resources, ${res.parameters.length} parameters, ${res.outputs.length} outputs`)
+  })
+
+program.parseAsync(process.argv).catch((err) => {
+  if (err instanceof ApiError) {
+    const where = err.issues.map((i) => `  ${i.path}${i.line ? `:${i.line}:${i.column}` : ''}  ${i.message}`).join('\n')
+    fail(`${err.status ? `${err.status}: ` : ''}${err.issues.length ? 'the template has problems:\n' + where : err.message}`, 1)
+  }
+  fail(err instanceof Error ? err.message : String(err), 1)
+})

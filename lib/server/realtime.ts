@@ -1,0 +1,69 @@
+/**
+ * Socket.IO on the web server: authenticated connections (an API token in
+ * `auth.token`, or the browser's session cookie), rooms per stack joined only
+ * by members of the stack's project, and the bridge that turns PostgreSQL
+ * NOTIFY kiln_events into room messages. Used by server.ts and by tests.
+ */
+import type { Server as HttpServer } from 'node:http'
+import type pg from 'pg'
+import { Server } from 'socket.io'
+import type { Logger } from '../logger'
+import { startBridge } from '../realtime/bridge'
+import type { ClientToServerEvents, ServerToClientEvents } from '../realtime/contracts'
+import { authenticateSocket, type SocketPrincipal } from './socket-auth'
+
+export function attachRealtime(httpServer: HttpServer, opts: { url: string; pool: pg.Pool; log: Logger }): { close(): Promise<void>; io: Server } {
+  const io = new Server<ClientToServerEvents, ServerToClientEvents, Record<string, never>, { principal: SocketPrincipal }>(httpServer, {
+    serveClient: false,
+    maxHttpBufferSize: 64 * 1024,
+  })
+  const bridge = startBridge({
+    url: opts.url,
+    pool: opts.pool,
+    log: opts.log,
+    rooms: {
+      watched: (room) => (io.sockets.adapter.rooms.get(room)?.size ?? 0) > 0,
+      emit: (room, event, payload) => io.to(room).emit(event as 'stack:events', payload as never),
+    },
+  })
+
+  io.use(async (socket, next) => {
+    try {
+      const principal = await authenticateSocket(opts.pool, socket.handshake)
+      if (!principal) return next(new Error('unauthorized'))
+      socket.data.principal = principal
+      next()
+    } catch {
+      next(new Error('unauthorized'))
+    }
+  })
+
+  io.on('connection', (socket) => {
+    const p = socket.data.principal
+    void socket.join(`project:${p.projectId}`)
+    socket.on('stack:subscribe', async (stackId, ack) => {
+      const reply = typeof ack === 'function' ? ack : () => {}
+      try {
+        if (typeof stackId !== 'string' || !/^[0-9a-f-]{36}$/i.test(stackId)) return reply({ ok: false, error: 'not found' })
+        const { rows } = await opts.pool.query('SELECT 1 FROM stack WHERE id = $1 AND project_id = $2', [stackId, p.projectId])
+        // Another project's stack looks exactly like a missing one.
+        if (!rows.length) return reply({ ok: false, error: 'not found' })
+        await socket.join(`stack:${stackId}`)
+        reply({ ok: true, lastSeq: await bridge.track(stackId) })
+      } catch {
+        reply({ ok: false, error: 'unavailable' })
+      }
+    })
+    socket.on('stack:unsubscribe', (stackId) => {
+      if (typeof stackId === 'string') void socket.leave(`stack:${stackId}`)
+    })
+  })
+
+  return {
+    io: io as unknown as Server,
+    async close() {
+      io.close()
+      await bridge.close()
+    },
+  }
+}

@@ -1,0 +1,131 @@
+/**
+ * The `kiln` CLI run as a process (bin/kiln.mjs) against a running API with
+ * Socket.IO and worker processes: create --wait with live progress, update
+ * while running (supersedes), preview, cancel, events, export-graph, validate
+ * errors with line and column, and non-zero exits on FAILED.
+ */
+import { execFile } from 'node:child_process'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { childEnv } from '../../lib/env'
+import { startApiServer, type ApiServer } from '../helpers/api-server'
+import { TestCluster } from '../helpers/cluster'
+import { testDatabase, type TestDatabase } from '../helpers/db'
+
+let db: TestDatabase
+let c: TestCluster
+let api: ApiServer
+let dir: string
+
+beforeAll(async () => {
+  db = await testDatabase()
+  c = await TestCluster.start(db.url, { workers: 2, leaseMs: 2000 })
+  api = await startApiServer(c)
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kiln-cli-'))
+})
+afterAll(async () => {
+  await api?.close()
+  await c?.stop()
+  await db?.drop()
+  if (dir) fs.rmSync(dir, { recursive: true, force: true })
+})
+
+function kiln(args: string[], opts: { token?: string } = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, ['bin/kiln.mjs', ...args], { env: childEnv({ KILN_URL: api.url, KILN_TOKEN: opts.token ?? api.a.token }), timeout: 60_000 }, (err, stdout, stderr) => {
+      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr })
+    })
+  })
+}
+
+function file(name: string, body: string): string {
+  const p = path.join(dir, name)
+  fs.writeFileSync(p, body)
+  return p
+}
+
+const chain = (value: string, wait: number, fail = false) => `heat_template_version: 2018-08-31
+resources:
+  a:
+    type: OS::Heat::TestResource
+    properties: { value: ${value}, wait_secs: ${wait} }
+  b:
+    type: OS::Heat::TestResource
+    properties: { value: { get_attr: [a, output] }, wait_secs: ${wait}, fail: ${fail} }
+outputs:
+  result: { value: { get_attr: [b, output] } }
+`
+
+describe('kiln CLI', () => {
+  test('create --wait follows the live stream to the end and prints the events', async () => {
+    const r = await kiln(['stack', 'create', 'cli1', '-t', file('one.yaml', chain('one', 0.2)), '--wait'])
+    expect(r.stderr).not.toContain('no live stream')
+    expect(r.code).toBe(0)
+    expect(r.stdout).toMatch(/a\s+CREATE_COMPLETE/)
+    expect(r.stdout).toMatch(/b\s+CREATE_COMPLETE/)
+    expect(r.stdout.trim().split('\n').at(-1)).toMatch(/^CREATE_COMPLETE/)
+    const show = await kiln(['--json', 'stack', 'show', 'cli1'])
+    expect(JSON.parse(show.stdout).outputs.result.value).toBe('one')
+    const list = await kiln(['stack', 'list'])
+    expect(list.stdout).toMatch(/cli1\s+\S+\s+CREATE_COMPLETE/)
+  })
+
+  test('update while running supersedes; preview; events; export-graph; watch', async () => {
+    await kiln(['stack', 'update', 'cli1', '-t', file('two.yaml', chain('two', 1))])
+    const second = await kiln(['stack', 'update', 'cli1', '-t', file('three.yaml', chain('three', 0.2)), '--wait'])
+    expect(second.code).toBe(0)
+    expect(second.stdout.trim().split('\n').at(-1)).toMatch(/^UPDATE_COMPLETE/)
+    expect(JSON.parse((await kiln(['--json', 'stack', 'show', 'cli1'])).stdout).outputs.result.value).toBe('three')
+
+    const prev = await kiln(['stack', 'preview', 'cli1', '-t', file('four.yaml', chain('four', 0))])
+    expect(prev.stdout).toMatch(/a\s+OS::Heat::TestResource\s+update\s+value/)
+    expect(prev.stdout).toContain('2 update')
+
+    const events = await kiln(['--json', 'stack', 'events', 'cli1', '--limit', '1000'])
+    const kinds = new Set((JSON.parse(events.stdout) as { kind: string }[]).map((e) => e.kind))
+    expect([...kinds]).toEqual(expect.arrayContaining(['stack', 'resource', 'node']))
+
+    const dotFile = path.join(dir, 'g.dot')
+    expect((await kiln(['stack', 'export-graph', 'cli1', '-o', dotFile])).code).toBe(0)
+    expect(fs.readFileSync(dotFile, 'utf8')).toMatch(/^digraph/)
+    const gml = await kiln(['stack', 'export-graph', 'cli1', '--format', 'graphml'])
+    expect(gml.stdout).toContain('<graphml')
+
+    // watch a running operation to its end
+    await kiln(['stack', 'update', 'cli1', '-t', file('five.yaml', chain('five', 0.5))])
+    const w = await kiln(['stack', 'watch', 'cli1'])
+    expect(w.code).toBe(0)
+    expect(w.stdout).toMatch(/UPDATE_COMPLETE/)
+  })
+
+  test('a FAILED operation exits 1; cancel --no-rollback; delete --wait', async () => {
+    const failed = await kiln(['stack', 'create', 'cli2', '-t', file('bad.yaml', chain('x', 0.1, true)), '--wait'])
+    expect(failed.code).toBe(1)
+    expect(failed.stdout).toMatch(/CREATE_FAILED/)
+    await kiln(['stack', 'update', 'cli2', '-t', file('slow.yaml', chain('y', 2))])
+    const cancel = await kiln(['stack', 'cancel', 'cli2', '--no-rollback', '--wait'])
+    expect(cancel.code).toBe(1) // cancelled without rollback: the update ends FAILED
+    expect(cancel.stdout).toMatch(/UPDATE_FAILED/)
+    const del = await kiln(['stack', 'delete', 'cli2', '--wait'])
+    expect(del.code).toBe(0)
+    expect(del.stdout.trim().split('\n').at(-1)).toMatch(/^DELETE_COMPLETE/)
+  })
+
+  test('errors: template problems with line and column, missing token, unknown stack', async () => {
+    const bad = await kiln(['template', 'validate', '-t', file('err.yaml', 'heat_template_version: 2018-08-31\nresources:\n  a:\n    type: OS::Heat::TestResource\n    properties:\n      wait_secs: soon\n')])
+    expect(bad.code).toBe(1)
+    expect(bad.stderr).toContain('resources.a.properties.wait_secs:6:7')
+    const ok = await kiln(['template', 'validate', '-t', file('ok.yaml', chain('a', 0))])
+    expect(ok.stdout).toMatch(/^valid/)
+    const noStack = await kiln(['stack', 'show', 'nope'])
+    expect(noStack.code).toBe(1)
+    expect(noStack.stderr).toContain('404: stack nope not found')
+    const wrongToken = await kiln(['stack', 'list'], { token: 'kiln_nope' })
+    expect(wrongToken.code).toBe(1)
+    expect(wrongToken.stderr).toContain('401')
+    const other = await kiln(['stack', 'show', 'cli1'], { token: api.b.token })
+    expect(other.stderr).toContain('404')
+  })
+})
