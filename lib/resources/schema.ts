@@ -141,6 +141,17 @@ const kind = (v: unknown) => (v === null ? 'null' : Array.isArray(v) ? 'a list' 
 const display = (v: unknown) => (typeof v === 'string' ? v : JSON.stringify(v))
 
 function suggest(key: string, known: string[]): string {
-  const near = known.find((k) => k.toLowerCase() === key.toLowerCase() || k.replace(/_/g, '') === key.replace(/[_-]/g, ''))
-  return near ? `; did you mean ${near}?` : known.length ? `; known properties: ${known.join(', ')}` : ''
+  const near = known.map((k) => ({ k, d: distance(key.toLowerCase(), k.toLowerCase()) })).filter((x) => x.d <= 2).sort((a, b) => a.d - b.d)[0]
+  return near ? `; did you mean ${near.k}?` : known.length ? `; known properties: ${known.join(', ')}` : ''
+}
+
+/** Levenshtein distance (typos in property names). */
+function distance(a: string, b: string): number {
+  let prev = Array.from({ length: b.length + 1 }, (_, i) => i)
+  for (let i = 1; i <= a.length; i++) {
+    const cur = [i]
+    for (let j = 1; j <= b.length; j++) cur[j] = Math.min(prev[j]! + 1, cur[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1))
+    prev = cur
+  }
+  return prev[b.length]!
 }
