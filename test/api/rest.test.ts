@@ -3,6 +3,7 @@
  * with CSRF, and isolation between two projects (each stack route tried with
  * the other project's token answers exactly like a missing stack).
  */
+import { io as connect } from 'socket.io-client'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { startApiServer, type ApiServer } from '../helpers/api-server'
 import { TestCluster } from '../helpers/cluster'
@@ -279,5 +280,54 @@ describe('REST API', () => {
     expect(JSON.stringify(tokens.body)).not.toContain(api.a.projectName)
     expect((await api.call('DELETE', `/api/tokens/${(await api.call('GET', '/api/tokens')).body.tokens[0].id}`, other)).status).toBe(404)
     expect((await api.call('GET', `/api/stacks/${id}`)).body.stack.status).toBe('COMPLETE')
+  })
+
+  test('pagination: marker pages through every stack exactly once', async () => {
+    for (const n of ['pg1', 'pg2', 'pg3']) await api.call('POST', '/api/stacks', { body: { name: n, template: chain('p') } })
+    const seen: string[] = []
+    let marker: string | null = null
+    do {
+      const page: { body: { stacks: { name: string }[]; next: string | null } } = await api.call('GET', `/api/stacks?limit=2${marker ? `&marker=${marker}` : ''}`)
+      expect(page.body.stacks.length).toBeLessThanOrEqual(2)
+      seen.push(...page.body.stacks.map((s) => s.name))
+      marker = page.body.next
+    } while (marker)
+    const all = (await api.call('GET', '/api/stacks?limit=500')).body.stacks.map((s: { name: string }) => s.name)
+    expect(seen).toEqual(all)
+    expect(new Set(seen).size).toBe(seen.length)
+    expect((await api.call('GET', '/api/stacks?marker=garbage')).status).toBe(400)
+  })
+
+  test("Socket.IO: unauthenticated connections are refused; a stack's room admits only its project", async () => {
+    const created = await api.call('POST', '/api/stacks', { body: { name: 'live', template: chain('a', 0.3) } })
+    const id = created.body.stack.id
+    const open = (token: string | null) =>
+      new Promise<ReturnType<typeof connect>>((resolve, reject) => {
+        const s = connect(api.url, { auth: token ? { token } : {}, transports: ['websocket'], reconnection: false })
+        s.on('connect', () => resolve(s))
+        s.on('connect_error', (e) => {
+          s.close()
+          reject(e)
+        })
+      })
+    await expect(open(null)).rejects.toThrow('unauthorized')
+    await expect(open('kiln_wrong')).rejects.toThrow('unauthorized')
+    const other = await open(api.b.token)
+    const refused = await other.emitWithAck('stack:subscribe', id)
+    expect(refused).toEqual({ ok: false, error: 'not found' })
+    const mine = await open(api.a.token)
+    const events: { seq: number }[] = []
+    const otherEvents: unknown[] = []
+    other.on('stack:events', (m: unknown) => otherEvents.push(m))
+    mine.on('stack:events', (m: { events: { seq: number }[] }) => events.push(...m.events))
+    const ack = await mine.emitWithAck('stack:subscribe', id)
+    expect(ack.ok).toBe(true)
+    await settle(id)
+    await c.waitFor(async () => events.length > 0, 5000, 'live events')
+    const seqs = events.map((e) => e.seq)
+    expect(seqs).toEqual([...seqs].sort((a, b) => a - b))
+    expect(otherEvents).toEqual([])
+    mine.close()
+    other.close()
   })
 })
