@@ -140,8 +140,20 @@ class NodeRun {
     return { outcome, next: res.claimed }
   }
 
+  /** Hidden parameter values never reach a status reason, an event or a log line. */
+  private redact(text: string): string {
+    const def = this.ctx?.definition
+    if (!def) return text
+    for (const name of def.hiddenParameters) {
+      const v = def.parameters[name]
+      const value = typeof v === 'string' ? v : v === undefined || v === null ? '' : JSON.stringify(v)
+      if (value.length >= 1) text = text.split(value).join('******')
+    }
+    return text
+  }
+
   private fail(action: ResourceAction, reason: string, aborted = false): Promise<NodeResult> {
-    const text = aborted ? reason : `Resource ${action} failed: ${reason}`
+    const text = this.redact(aborted ? reason : `Resource ${action} failed: ${reason}`)
     this.log.warn(text)
     return this.finish({ ok: false, reason: text, set: { action, status: 'FAILED', statusReason: text }, resourceEvent: true }, 'failed')
   }

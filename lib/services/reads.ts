@@ -93,10 +93,10 @@ export function createReadService(pool: pg.Pool, registry: Registry) {
     return out
   }
 
-  function maskAttributes(type: string, attrs: Record<string, unknown> | null): Record<string, unknown> {
+  function maskAttributes(type: string, attrs: Record<string, unknown> | null, hiddenValues: Set<string>): Record<string, unknown> {
     const t = registry.get(type)
     if (!attrs) return {}
-    return Object.fromEntries(Object.entries(attrs).map(([k, v]) => [k, t?.attributes[k]?.secret ? MASK : v]))
+    return Object.fromEntries(Object.entries(attrs).map(([k, v]) => [k, t?.attributes[k]?.secret || (typeof v === 'string' && hiddenValues.has(v)) ? MASK : v]))
   }
 
   function maskProperties(type: string, props: Record<string, unknown> | null, hiddenValues: Set<string>): Record<string, unknown> | null {
@@ -218,7 +218,7 @@ export function createReadService(pool: pg.Pool, registry: Registry) {
         statusReason: String(r.status_reason),
         physicalId: (r.physical_id as string | null) ?? null,
         properties: maskProperties(String(r.type), r.properties, hidden),
-        attributes: maskAttributes(String(r.type), r.attributes),
+        attributes: maskAttributes(String(r.type), r.attributes, hidden),
         requires: (r.requires as number[]) ?? [],
         replaces: (r.replaces as number | null) ?? null,
         replacedBy: (r.replaced_by as number | null) ?? null,

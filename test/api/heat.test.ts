@@ -88,6 +88,25 @@ describe('Heat API v1 wire format', () => {
     expect(after.body.events).toHaveLength(events.body.events.length - 1)
     const resources = await api.call('GET', `${p}/stacks/wire/resources`)
     expect(resources.status).toBe(302)
+    const rs = await api.call('GET', `${p}/stacks/wire/${id}/resources`)
+    expect(rs.body.resources[0]).toMatchObject({ resource_name: 'v', resource_type: 'OS::Heat::Value', resource_status: 'CREATE_COMPLETE', required_by: [] })
+    expect((await api.call('GET', `${p}/stacks/wire/${id}/resources/v`)).body.resource.attributes).toEqual({ value: 42 })
+    expect((await api.call('GET', `${p}/stacks/wire/${id}/template`)).body.resources.v.type).toBe('OS::Heat::Value')
+    expect((await api.call('GET', `${p}/stacks/wire/${id}/outputs`)).body.outputs).toEqual([{ output_key: 'o', description: 'No description given' }])
+    expect((await api.call('GET', `${p}/stacks/wire/${id}/outputs/o`)).body.output.output_value).toBe(42)
+    const preview = await api.call('PUT', `${p}/stacks/wire/${id}/preview`, { body: { template: { heat_template_version: '2018-08-31', resources: { v: { type: 'OS::Heat::Value', properties: { value: 43 } }, w: { type: 'OS::Heat::None' } } } } })
+    expect(preview.body.resource_changes.updated.map((r: { resource_name: string }) => r.resource_name)).toEqual(['v'])
+    expect(preview.body.resource_changes.added.map((r: { resource_name: string }) => r.resource_name)).toEqual(['w'])
+    const validate = await api.call('POST', `${p}/validate`, { body: { template: { heat_template_version: '2018-08-31', parameters: { n: { type: 'number', default: 1 }, pw: { type: 'string', hidden: true, default: 'x' } } } } })
+    expect(validate.body.Parameters.n).toMatchObject({ Type: 'Number', Default: 1, NoEcho: 'false' })
+    expect(validate.body.Parameters.pw).toMatchObject({ Type: 'String', Default: '******', NoEcho: 'true' })
+    expect((await api.call('GET', `${p}/resource_types`)).body.resource_types).toContain('OS::Heat::TestResource')
+    expect((await api.call('POST', `${p}/stacks/wire/${id}/actions`, { body: { suspend: null } })).status).toBe(400)
+    // every stack route with project B's token on B's URL: A's stack does not exist there
+    for (const [m, sub] of [['GET', ''], ['GET', '/resources'], ['GET', '/resources/v'], ['GET', '/events'], ['GET', '/template'], ['GET', '/outputs'], ['GET', '/outputs/o'], ['PUT', ''], ['PATCH', ''], ['PUT', '/preview'], ['POST', '/actions'], ['DELETE', '']] as const) {
+      const r = await api.call(m, `/v1/${api.b.projectId}/stacks/wire/${id}${sub}`, { token: api.b.token, ...(m === 'GET' || m === 'DELETE' ? {} : { body: m === 'POST' ? { cancel_update: null } : { template: { heat_template_version: '2018-08-31' } } }) })
+      expect(r.status, `${m} ${sub}`).toBe(404)
+    }
   })
 
   test("errors have Heat's body; another project's token is refused or sees nothing", async () => {

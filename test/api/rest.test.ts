@@ -331,3 +331,32 @@ describe('REST API', () => {
     other.close()
   })
 })
+
+describe('hidden parameters', () => {
+  test('a hidden value that breaks a property never appears in the status reason, events or API responses', async () => {
+    const tpl = `heat_template_version: 2018-08-31
+parameters:
+  pw: { type: string, hidden: true }
+resources:
+  r:
+    type: OS::Heat::TestResource
+    properties: { wait_secs: { get_param: pw } }
+`
+    // The hidden value reaches wait_secs through a resource attribute, so it is only checked (and rejected) at run time.
+    const created = await api.call('POST', '/api/stacks', { body: { name: 'hidden', template: tpl.replace('{ get_param: pw }', '{ get_attr: [v, value] }') + `  v:\n    type: OS::Heat::Value\n    properties: { value: { get_param: pw } }\n`, parameters: { pw: 'hunter2-secret' } } })
+    expect(created.status).toBe(201)
+    const id = created.body.stack.id
+    expect(await settle(id)).toBe('CREATE_FAILED')
+    const everything = JSON.stringify([
+      (await api.call('GET', `/api/stacks/${id}`)).body,
+      (await api.call('GET', `/api/stacks/${id}/resources?all=1`)).body,
+      (await api.call('GET', `/api/stacks/${id}/events?limit=1000`)).body,
+      (await api.call('GET', `/api/stacks/${id}/template`)).body,
+      (await api.call('GET', `/v1/${api.a.projectId}/stacks/hidden/${id}`)).body,
+      (await api.call('GET', `/v1/${api.a.projectId}/stacks/hidden/${id}/events`)).body,
+    ])
+    expect(everything).toContain('wait_secs')
+    expect(everything).not.toContain('hunter2-secret')
+    expect(c.workers.map((w) => w.output.join('')).join('')).not.toContain('hunter2-secret')
+  })
+})
