@@ -31,7 +31,9 @@ async function main() {
   const realtime = attachRealtime(httpServer, { url: ctx.db.url, pool: ctx.db.pool, log })
 
   await new Promise<void>((resolve) => httpServer.listen(e.PORT, e.HOST, resolve))
-  const url = `http://${e.HOST === '0.0.0.0' ? '127.0.0.1' : e.HOST}:${e.PORT}`
+  // PORT=0 (tests) picks a free port: report the one actually bound.
+  const bound = (httpServer.address() as import('node:net').AddressInfo | null)?.port ?? e.PORT
+  const url = `http://${e.HOST === '0.0.0.0' ? '127.0.0.1' : e.HOST}:${bound}`
   log.info(`web server listening on ${url} (${dev ? 'development' : 'production'})`)
   process.send?.({ kind: 'ready', url })
 

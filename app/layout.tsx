@@ -1,4 +1,5 @@
 import type { ReactNode } from 'react'
+import './globals.css'
 
 export const metadata = { title: 'Kiln', description: 'Stack convergence, live' }
 

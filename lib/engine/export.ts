@@ -9,10 +9,13 @@ import type { NodeId, TraversalGraph } from './types'
 export interface NodeAnnotation {
   state?: string
   label?: string
+  /** inputs reported / inputs required (the node's sync point) */
+  satisfied?: number
+  required?: number
 }
 
 export interface CytoscapeElements {
-  nodes: { data: { id: NodeId; rid: number; kind: 'update' | 'cleanup'; name: string; label: string; state?: string } }[]
+  nodes: { data: { id: NodeId; rid: number; kind: 'update' | 'cleanup'; name: string; label: string; state?: string; satisfied?: number; required?: number } }[]
   edges: { data: { id: string; source: NodeId; target: NodeId } }[]
 }
 
@@ -21,7 +24,8 @@ const label = (n: { name: string; rid: number; update: boolean }) => `${n.name}#
 export function toCytoscape(g: TraversalGraph, notes: Record<NodeId, NodeAnnotation> = {}): CytoscapeElements {
   return {
     nodes: g.nodes.map((n) => ({
-      data: { id: n.id, rid: n.rid, kind: n.update ? 'update' : 'cleanup', name: n.name, label: notes[n.id]?.label ?? label(n), ...(notes[n.id]?.state ? { state: notes[n.id]!.state } : {}) },
+      data: { id: n.id, rid: n.rid, kind: n.update ? 'update' : 'cleanup', name: n.name, label: notes[n.id]?.label ?? label(n), ...(notes[n.id]?.state ? { state: notes[n.id]!.state } : {}),
+        ...(notes[n.id]?.required !== undefined ? { satisfied: notes[n.id]!.satisfied, required: notes[n.id]!.required } : {}) },
     })),
     edges: g.edges.map(([from, to]) => ({ data: { id: `${from}->${to}`, source: from, target: to } })),
   }

@@ -23,6 +23,17 @@ function cookieValue(header: string | undefined, name: string): string | null {
   return null
 }
 
+function sameOrigin(headers: Record<string, string | string[] | undefined>): boolean {
+  const origin = headers.origin
+  if (origin === undefined) return true // not a browser (browsers always send Origin on WebSocket and CORS requests)
+  if (typeof origin !== 'string') return false
+  try {
+    return new URL(origin).host === headers.host
+  } catch {
+    return false
+  }
+}
+
 export async function authenticateSocket(
   pool: Pick<pg.Pool, 'query'>,
   handshake: { auth?: Record<string, unknown>; headers: Record<string, string | string[] | undefined> },
@@ -34,6 +45,9 @@ export async function authenticateSocket(
   }
   const cookie = cookieValue(handshake.headers.cookie as string | undefined, SESSION_COOKIE)
   if (!cookie) return null
+  // A cookie rides along with any page's request: a socket authenticated by it must come
+  // from Kiln's own pages (cross-site WebSocket hijacking), like the CSRF check on HTTP writes.
+  if (!sameOrigin(handshake.headers)) return null
   const { rows } = await pool.query(
     `SELECT t.id, t.name, t.project_id FROM session s JOIN api_token t ON t.id = s.token_id
       WHERE s.session_hash = $1 AND s.expires_at > now() AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > now())`,

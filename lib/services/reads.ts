@@ -189,6 +189,7 @@ export function createReadService(pool: pg.Pool, registry: Registry) {
         parameters: maskedParameters(t),
         outputs: await outputs(s),
         deletedAt: iso(s.deleted_at),
+        lastSeq: Number(s.event_seq),
       }
     },
 
@@ -294,7 +295,7 @@ export function createReadService(pool: pg.Pool, registry: Registry) {
       const graph = rows[0].graph as TraversalGraph
       const sp = await pool.query('SELECT resource_id, is_update, state, satisfied, required FROM sync_point WHERE traversal_id = $1', [id])
       const notes: Record<NodeId, NodeAnnotation> = {}
-      for (const r of sp.rows) notes[`${r.resource_id}:${r.is_update ? 'u' : 'c'}` as NodeId] = { state: String(r.state).toLowerCase() }
+      for (const r of sp.rows) notes[`${r.resource_id}:${r.is_update ? 'u' : 'c'}` as NodeId] = { state: String(r.state).toLowerCase(), satisfied: Number(r.satisfied), required: Number(r.required) }
       const name = `${s.name}-${String(rows[0].action).toLowerCase()}-${String(id).slice(0, 8)}`
       if (format === 'dot') return { contentType: 'text/vnd.graphviz; charset=utf-8', body: toDot(graph, notes, name), filename: `${name}.dot` }
       if (format === 'graphml') return { contentType: 'application/graphml+xml; charset=utf-8', body: toGraphML(graph, notes), filename: `${name}.graphml` }

@@ -27,6 +27,14 @@ export interface ApiServer {
   call(method: string, path: string, opts?: { token?: string | null; body?: unknown; headers?: Record<string, string>; raw?: string }): Promise<{ status: number; body: any; headers: Headers; text: string }>
 }
 
+/** A new project with one token (shown once, like the API does). */
+export async function makeProject(c: TestCluster, role: 'admin' | 'member') {
+  const name = `p-${crypto.randomBytes(4).toString('hex')}`
+  const { rows } = await c.db.pool.query(`INSERT INTO project (name) VALUES ($1) RETURNING id`, [name])
+  const t = await createToken(c.db.pool, rows[0].id, `${name}-token`, { role })
+  return { projectId: String(rows[0].id), projectName: name, token: t.secret }
+}
+
 export async function startApiServer(c: TestCluster, opts: { maxBodyBytes?: number } = {}): Promise<ApiServer> {
   const registry = createRegistry(builtinTypes())
   const limits = { maxTemplateBytes: 1 << 20, maxResourcesPerStack: 500 }
@@ -47,14 +55,8 @@ export async function startApiServer(c: TestCluster, opts: { maxBodyBytes?: numb
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
 
-  const project = async (role: string) => {
-    const name = `p-${crypto.randomBytes(4).toString('hex')}`
-    const { rows } = await c.db.pool.query(`INSERT INTO project (name) VALUES ($1) RETURNING id`, [name])
-    const t = await createToken(c.db.pool, rows[0].id, `${name}-token`, { role })
-    return { projectId: String(rows[0].id), projectName: name, token: t.secret }
-  }
-  const a = await project('admin')
-  const b = await project('member')
+  const a = await makeProject(c, 'admin')
+  const b = await makeProject(c, 'member')
 
   return {
     url,

@@ -1,0 +1,87 @@
+/**
+ * The browser's API client: same-origin fetch with the session cookie, the
+ * CSRF header on every write, and errors as ApiError carrying the server's
+ * body (code, message, issues with line and column).
+ */
+export interface ApiIssue {
+  code: string
+  path: string
+  line: number | null
+  column: number | null
+  message: string
+}
+
+export class ApiError extends Error {
+  override name = 'ApiError'
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly issues: ApiIssue[] = [],
+  ) {
+    super(message)
+  }
+}
+
+let csrf: string | null = null
+
+export function setCsrfToken(token: string | null) {
+  csrf = token
+}
+
+export async function api<T = any>(method: string, path: string, body?: unknown): Promise<T> {
+  const headers: Record<string, string> = { accept: 'application/json' }
+  if (body !== undefined) headers['content-type'] = 'application/json'
+  if (method !== 'GET' && csrf) headers['x-csrf-token'] = csrf
+  let res: Response
+  try {
+    res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), credentials: 'same-origin' })
+  } catch {
+    throw new ApiError(0, 'network', 'cannot reach the Kiln server')
+  }
+  const text = await res.text()
+  let parsed: any = null
+  try {
+    parsed = text ? JSON.parse(text) : null
+  } catch {
+    parsed = null
+  }
+  if (!res.ok) {
+    const e = parsed?.error ?? {}
+    throw new ApiError(res.status, String(e.code ?? 'error'), String(e.message ?? `${res.status} ${res.statusText}`), Array.isArray(e.issues) ? e.issues : [])
+  }
+  return parsed as T
+}
+
+export interface SessionInfo {
+  project: { id: string; name: string }
+  name: string
+  role?: string
+  csrfToken?: string
+}
+
+export async function loadSession(): Promise<SessionInfo | null> {
+  try {
+    const s = await api<SessionInfo>('GET', '/api/session')
+    setCsrfToken(s.csrfToken ?? null)
+    return s
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 401) return null
+    throw err
+  }
+}
+
+export async function login(token: string): Promise<SessionInfo> {
+  const s = await api<SessionInfo>('POST', '/api/session', { token })
+  setCsrfToken(s.csrfToken ?? null)
+  return s
+}
+
+export async function logout(): Promise<void> {
+  await api('DELETE', '/api/session').catch(() => undefined)
+  setCsrfToken(null)
+}
+
+export function statusLabel(action: string, status: string) {
+  return `${action}_${status}`
+}

@@ -1,0 +1,289 @@
+/**
+ * The UI in a real Chromium (Debian's package, through playwright-core's
+ * executablePath), against the production web process (`server.ts` with the
+ * built UI) and real worker processes. Runs when Chromium is installed, and
+ * always in CI (KILN_REQUIRE_BROWSER=1), where its absence fails the run.
+ *
+ * One stack is walked through the whole life the issue describes: created from
+ * the editor, watched running -> complete, updated while an update runs (a
+ * node shown blocked, then retriggered), previewed and updated with a
+ * replacement, cancelled with and without rollback, deleted. Screenshots of
+ * the main states go to test-results/ui/.
+ */
+import fs from 'node:fs'
+import path from 'node:path'
+import type { Browser, BrowserContext, Page } from 'playwright-core'
+import { io as connect } from 'socket.io-client'
+import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { env } from '../../lib/env'
+import { makeProject } from '../helpers/api-server'
+import { findChromium, launchChromium } from '../helpers/browser'
+import { TestCluster } from '../helpers/cluster'
+import { testDatabase, type TestDatabase } from '../helpers/db'
+import { startWebServer, type WebServer } from '../helpers/web-server'
+import { benchTemplate } from '../../bench/shapes'
+
+const chromiumPath = findChromium()
+const SHOTS = path.join('test-results', 'ui')
+
+const chain = (o: { value: string; create?: number; update?: number; subnetKey?: string }) => `heat_template_version: 2021-04-16
+description: UI test chain
+resources:
+  network:
+    type: OS::Heat::TestResource
+    properties:
+      value: ${o.value}-net
+      action_wait_secs: { create: ${o.create ?? 0}, update: ${o.update ?? 0} }
+  subnet:
+    type: OS::Heat::TestResource
+    properties:
+      value: { get_attr: [network, output] }
+      update_replace_value: ${o.subnetKey ?? 'k1'}
+      action_wait_secs: { create: ${o.create ?? 0}, update: ${o.update ?? 0} }
+  server:
+    type: OS::Heat::TestResource
+    properties:
+      value: { get_attr: [subnet, output] }
+      action_wait_secs: { create: ${o.create ?? 0}, update: ${o.update ?? 0} }
+outputs:
+  server_value:
+    value: { get_attr: [server, output] }
+`
+
+describe.runIf(chromiumPath !== null || env().KILN_REQUIRE_BROWSER)('UI in Chromium', () => {
+  let db: TestDatabase
+  let c: TestCluster
+  let web: WebServer
+  let browser: Browser
+  let ctx: BrowserContext
+  let page: Page
+  let a: { projectId: string; token: string }
+  let b: { projectId: string; token: string }
+  let stackId = ''
+  const consoleErrors: string[] = []
+
+  beforeAll(async () => {
+    if (!chromiumPath) throw new Error('KILN_REQUIRE_BROWSER is set but no Chromium was found (install Debian\'s chromium package or set KILN_CHROMIUM_PATH)')
+    fs.mkdirSync(SHOTS, { recursive: true })
+    db = await testDatabase()
+    c = await TestCluster.start(db.url, { workers: 2, leaseMs: 3000 })
+    ;[web, browser] = await Promise.all([startWebServer(c), launchChromium(chromiumPath)])
+    a = await makeProject(c, 'admin')
+    b = await makeProject(c, 'member')
+    ctx = await browser.newContext({ baseURL: web.url, viewport: { width: 1500, height: 1000 } })
+    page = await ctx.newPage()
+    page.on('console', (m) => m.type() === 'error' && consoleErrors.push(m.text()))
+    page.on('pageerror', (e) => consoleErrors.push(String(e)))
+  }, 180_000)
+
+  afterAll(async () => {
+    await browser?.close()
+    await web?.close()
+    await c?.stop()
+    await db?.drop()
+  })
+
+  const shot = (name: string) => page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: false })
+  const row = (name: string, extra = '') => page.locator(`[role="table"][aria-label="resources"] [role="row"][data-resource="${name}"]${extra}`)
+  const status = () => page.getByTestId('stack-status').first()
+
+  /** Replaces the editor's text the way a user pasting would. */
+  async function setTemplate(text: string) {
+    const content = page.locator('[data-testid="template-editor"] .cm-content')
+    await content.click()
+    await page.keyboard.press('ControlOrMeta+a')
+    await page.keyboard.press('Delete')
+    await page.keyboard.insertText(text)
+    await expect.poll(() => content.evaluate((el) => (el as HTMLElement).innerText.replace(/\u00a0/g, ' ').trim())).toBe(text.trim())
+  }
+
+  async function waitStatus(text: string | RegExp, timeout = 30_000) {
+    try {
+      await expect.poll(() => status().innerText(), { timeout }).toMatch(text)
+    } catch (err) {
+      // Say whether the page or the engine is behind.
+      const id = page.url().split('/').at(-1)!
+      throw new Error(`${(err as Error).message}\nin the database: ${JSON.stringify(await c.stack(id).catch(() => null))}\n${await c.dump(id).catch(() => '')}`)
+    }
+  }
+
+  test('log in with a token', async () => {
+    await page.goto('/')
+    await page.waitForURL(/\/login/)
+    await page.getByLabel('API token').fill('not-a-token')
+    await page.getByRole('button', { name: 'Sign in' }).click()
+    await expect.poll(() => page.locator('p[role="alert"]').innerText()).toMatch(/unknown, revoked or expired/)
+    await page.getByLabel('API token').fill(a.token)
+    await page.getByRole('button', { name: 'Sign in' }).click()
+    await page.waitForURL((u) => u.pathname === '/')
+    await expect.poll(() => page.getByTestId('connection').innerText()).toMatch(/live/)
+    await shot('01-stacks-empty')
+  })
+
+  test('a template error is shown at its line and column, and nothing is created', async () => {
+    await page.goto('/stacks/new')
+    const bad = chain({ value: 'x' }).replace('value: { get_attr: [subnet, output] }', 'value: { get_attr: [subnett, output] }')
+    const line = bad.split('\n').findIndex((l) => l.includes('subnett')) + 1
+    await setTemplate(bad)
+    const issues = page.getByTestId('template-issues')
+    await expect.poll(() => issues.innerText(), { timeout: 10_000 }).toMatch(new RegExp(`line ${line}, column \\d+`))
+    expect(await issues.innerText()).toMatch(/subnett/)
+    // the editor marks the spot too
+    await expect.poll(() => page.locator('.cm-lint-marker-error').count()).toBeGreaterThan(0)
+    await page.getByLabel('stack name').fill('bad-stack')
+    await page.getByRole('button', { name: 'Create stack' }).click()
+    await expect.poll(() => page.getByTestId('message').innerText()).toMatch(/subnett/)
+    await shot('02-template-error')
+    const { rows } = await c.db.pool.query(`SELECT count(*)::int AS n FROM stack WHERE name = 'bad-stack'`)
+    expect(rows[0].n).toBe(0)
+  })
+
+  test('create a stack from the editor and watch its nodes go running -> complete', async () => {
+    await setTemplate(chain({ value: 'v1', create: 1 }))
+    await page.getByLabel('stack name').fill('web-chain')
+    await page.getByRole('button', { name: 'Create stack' }).click()
+    await page.waitForURL(/\/stacks\/[0-9a-f-]{36}$/)
+    stackId = page.url().split('/').at(-1)!
+    await row('network', '[data-state="running"]').waitFor({ timeout: 15_000 })
+    await row('subnet', '[data-state="running"]').waitFor({ timeout: 15_000 })
+    await shot('03-create-running')
+    await waitStatus('CREATE_COMPLETE')
+    for (const n of ['network', 'subnet', 'server']) await row(n, '[data-state="complete"]').waitFor({ timeout: 10_000 })
+    await expect.poll(async () => JSON.parse((await page.getByTestId('graph').getAttribute('data-drawn')) ?? '{}')).toEqual({ complete: 3 })
+    // the graph drew every node, laid out once
+    expect(Number(await page.getByTestId('graph').getAttribute('data-layout-ms'))).toBeGreaterThanOrEqual(0)
+    await page.getByRole('tab', { name: 'Outputs' }).click()
+    await expect.poll(() => page.getByTestId('outputs').innerText()).toMatch(/v1-net/)
+  })
+
+  test('an update submitted while one runs supersedes it: a node is shown blocked, then retriggered', async () => {
+    await page.reload()
+    await setTemplate(chain({ value: 'v2', update: 3 }))
+    await page.getByRole('button', { name: 'Submit update' }).click()
+    await row('network', '[data-state="running"]').waitFor({ timeout: 15_000 })
+    await expect.poll(() => page.getByTestId('supersede-note').innerText()).toMatch(/supersedes/)
+    await setTemplate(chain({ value: 'v3', update: 1 }))
+    await page.getByRole('button', { name: 'Submit (supersede)' }).click()
+    await expect.poll(() => page.getByTestId('message').innerText()).toMatch(/superseded traversal/)
+    await row('network', '[data-state="blocked"]').waitFor({ timeout: 15_000 })
+    await shot('04-blocked')
+    await expect.poll(() => row('network').locator('.notes').innerText(), { timeout: 20_000 }).toMatch(/retriggered/)
+    await shot('05-retriggered')
+    await waitStatus('UPDATE_COMPLETE', 40_000)
+    expect(await row('network').locator('.notes').innerText()).toMatch(/was blocked/)
+    // never needlessly replaced: still one row per resource
+    const { rows } = await c.db.pool.query(`SELECT name, count(*)::int AS n FROM resource WHERE stack_id = $1 AND NOT (action = 'DELETE' AND status = 'COMPLETE') GROUP BY name`, [stackId])
+    expect(Object.fromEntries(rows.map((r) => [r.name, r.n]))).toEqual({ network: 1, subnet: 1, server: 1 })
+  })
+
+  test('preview an update that replaces a resource, submit it, and see the replacement on the graph', async () => {
+    await setTemplate(chain({ value: 'v4', update: 0.5, subnetKey: 'k2' }))
+    await page.getByRole('button', { name: 'Preview' }).click()
+    const pv = page.getByTestId('preview')
+    await expect.poll(() => pv.locator('[data-preview="subnet"]').getAttribute('data-action')).toBe('replace')
+    await shot('06-preview-replace')
+    await page.getByRole('button', { name: 'Submit update' }).click()
+    await row('subnet', '[data-state="replaced"]').waitFor({ timeout: 20_000 })
+    await expect.poll(() => row('subnet').count()).toBe(2)
+    await waitStatus('UPDATE_COMPLETE', 30_000)
+    await expect.poll(async () => (await row('subnet').locator('.notes').allInnerTexts()).join('|'), { timeout: 10_000 }).toMatch(/replaces #\d+/)
+    await shot('07-replaced')
+  })
+
+  test('cancel with rollback, then cancel without rollback', async () => {
+    await setTemplate(chain({ value: 'v5', update: 4, subnetKey: 'k2' }))
+    await page.getByRole('button', { name: 'Submit update' }).click()
+    await row('network', '[data-state="running"]').waitFor({ timeout: 15_000 })
+    await page.getByRole('button', { name: 'Cancel…' }).click()
+    await page.getByRole('button', { name: 'Cancel and roll back' }).click()
+    await waitStatus('ROLLBACK_COMPLETE', 45_000)
+
+    await setTemplate(chain({ value: 'v6', update: 4, subnetKey: 'k2' }))
+    await page.getByRole('button', { name: 'Submit update' }).click()
+    await row('network', '[data-state="running"]').waitFor({ timeout: 15_000 })
+    await page.getByRole('button', { name: 'Cancel…' }).click()
+    await page.getByRole('button', { name: 'Cancel without rollback' }).click()
+    await waitStatus('UPDATE_FAILED', 30_000)
+    expect(await page.getByTestId('status-reason').innerText()).toMatch(/cancel/i)
+    await page.getByRole('tab', { name: 'Traversals' }).click()
+    await expect.poll(() => page.getByTestId('traversals').locator('tbody tr').count()).toBeGreaterThanOrEqual(6)
+    await shot('08-cancelled')
+  })
+
+  test('a second project cannot open the stack page or join its socket room', async () => {
+    const other = await browser.newContext({ baseURL: web.url })
+    const p = await other.newPage()
+    await p.goto('/login')
+    await p.getByLabel('API token').fill(b.token)
+    await p.getByRole('button', { name: 'Sign in' }).click()
+    await p.waitForURL((u) => u.pathname === '/')
+    await p.goto(`/stacks/${stackId}`)
+    await p.getByRole('heading', { name: 'Stack not found' }).waitFor({ timeout: 10_000 })
+    expect(await p.locator('body').innerText()).not.toMatch(/web-chain/)
+    // The same browser session on the socket: authenticated, but the room stays closed.
+    const cookie = (await other.cookies()).map((k) => `${k.name}=${k.value}`).join('; ')
+    const s = connect(web.url, { transports: ['websocket'], extraHeaders: { cookie, origin: web.url } })
+    const ack = await new Promise<{ ok: boolean; error?: string }>((resolve, reject) => {
+      s.on('connect_error', reject)
+      s.on('connect', () => s.emit('stack:subscribe', stackId, resolve))
+    })
+    expect(ack).toEqual({ ok: false, error: 'not found' })
+    // and a cookie-authenticated socket from another origin is refused outright
+    const hijack = connect(web.url, { transports: ['websocket'], extraHeaders: { cookie, origin: 'http://evil.example' } })
+    const refused = await new Promise<string>((resolve) => {
+      hijack.on('connect_error', (e) => resolve(e.message))
+      hijack.on('connect', () => resolve('connected'))
+    })
+    expect(refused).toBe('unauthorized')
+    s.close()
+    hijack.close()
+    await other.close()
+  })
+
+  test('a 1,000-resource traversal renders in full and converges live on the page', { timeout: 150_000 }, async () => {
+    const res = await fetch(`${web.url}/api/stacks`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-auth-token': a.token },
+      body: JSON.stringify({ name: 'big-layered', template: benchTemplate('layered', 1000, 0.3, { value: 'a', replace: false }) }),
+    })
+    expect(res.status).toBe(201)
+    const big = (await res.json()).stack.id as string
+    const started = Date.now()
+    await page.goto(`/stacks/${big}`)
+    // Longest gap between animation frames while events stream in: how responsive the page stays.
+    await page.evaluate(() => {
+      const w = window as unknown as { __maxGap: number }
+      w.__maxGap = 0
+      let last = performance.now()
+      const tick = (t: number) => {
+        w.__maxGap = Math.max(w.__maxGap, t - last)
+        last = t
+        requestAnimationFrame(tick)
+      }
+      requestAnimationFrame(tick)
+    })
+    await expect.poll(() => page.locator('[role="table"][aria-label="resources"] [role="row"][data-resource]').count(), { timeout: 30_000 }).toBe(1000)
+    const firstRenderMs = Date.now() - started
+    const layoutMs = Number(await page.getByTestId('graph').getAttribute('data-layout-ms'))
+    await waitStatus('CREATE_COMPLETE', 30_000)
+    await expect.poll(() => page.locator('[role="row"][data-state="complete"]').count(), { timeout: 15_000 }).toBe(1000)
+    // the graph shows the same: every one of the 1,000 nodes drawn complete
+    await expect.poll(async () => JSON.parse((await page.getByTestId('graph').getAttribute('data-drawn')) ?? '{}')).toEqual({ complete: 1000 })
+    const maxFrameGapMs = Math.round(await page.evaluate(() => (window as unknown as { __maxGap: number }).__maxGap))
+    await shot('10-layered-1000')
+    const figures = { nodes: 1000, firstRenderMs, layoutMs, maxFrameGapMs }
+    fs.writeFileSync(path.join(SHOTS, 'render-1000.json'), JSON.stringify(figures, null, 2))
+    console.log(`1,000-node page: ${JSON.stringify(figures)}`)
+  })
+
+  test('delete with confirmation', async () => {
+    await page.goto(`/stacks/${stackId}`)
+    await page.getByRole('button', { name: 'Delete…' }).click()
+    await page.getByRole('button', { name: 'Delete the stack' }).click()
+    await waitStatus('DELETE_COMPLETE', 30_000)
+    await shot('09-deleted')
+    await page.goto('/')
+    await expect.poll(() => page.locator('[data-stack="web-chain"]').count()).toBe(0)
+    expect(consoleErrors.filter((e) => !/favicon|status of (400|401|404)/.test(e))).toEqual([])
+  })
+})
