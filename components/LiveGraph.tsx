@@ -23,7 +23,7 @@ function register() {
 function nodeData(n: DisplayNode, critical: Set<string>) {
   const look = LOOKS[n.state]
   return {
-    id: n.id, label: nodeLabel(n), state: n.state, color: look.color, border: look.border, borderStyle: look.borderStyle, shape: look.shape,
+    id: n.id, label: nodeLabel(n), state: n.state, reason: n.reason, color: look.color, border: look.border, borderStyle: look.borderStyle, shape: look.shape,
     critical: critical.has(n.id) ? 1 : 0, width: n.state === 'running' || n.state === 'deleting' ? 5 : critical.has(n.id) ? 4 : 2,
   }
 }
@@ -66,6 +66,9 @@ export function LiveGraph({ model, version, rebuiltAt, critical, selected, onSel
     const c = cytoscape({ container: host.current, style: STYLE, minZoom: 0.05, maxZoom: 3, wheelSensitivity: 0.3 })
     c.on('tap', 'node', (e) => onSelectRef.current(e.target.id()))
     c.on('tap', (e) => e.target === c && onSelectRef.current(null))
+    // Hover shows the node's state and reason (a failure's reason, a block's holder) as a tooltip.
+    c.on('mouseover', 'node', (e) => host.current?.setAttribute('title', `${e.target.data('label').replace('\n', ': ')}${e.target.data('reason') ? ` — ${e.target.data('reason')}` : ''}`))
+    c.on('mouseout', 'node', () => host.current?.removeAttribute('title'))
     cy.current = c
     return () => c.destroy()
   }, [])

@@ -152,6 +152,11 @@ describe.runIf(chromiumPath !== null || env().KILN_REQUIRE_BROWSER)('UI in Chrom
     await expect.poll(async () => JSON.parse((await page.getByTestId('graph').getAttribute('data-drawn')) ?? '{}')).toEqual({ complete: 3 })
     // the graph drew every node, laid out once
     expect(Number(await page.getByTestId('graph').getAttribute('data-layout-ms'))).toBeGreaterThanOrEqual(0)
+    // replay: back to the first event, everything but the first node not yet done; then live again
+    await page.getByLabel('replay position').fill('0')
+    await expect.poll(() => page.locator('[role="row"][data-state="complete"]').count()).toBe(0)
+    await page.getByRole('button', { name: 'Back to live' }).click()
+    await expect.poll(() => page.locator('[role="row"][data-state="complete"]').count()).toBe(3)
     await page.getByRole('tab', { name: 'Outputs' }).click()
     await expect.poll(() => page.getByTestId('outputs').innerText()).toMatch(/v1-net/)
   })
