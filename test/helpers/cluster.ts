@@ -49,14 +49,32 @@ export class TestCluster {
     const services = createStackService({ db, catalog: typeCatalog(registry), types: registry, limits: { maxTemplateBytes: 1 << 22, maxResourcesPerStack: 10_000 }, defaultTimeoutMins: 30 })
     const { rows } = await db.pool.query(`INSERT INTO project (name) VALUES ($1) RETURNING id`, [`t-${crypto.randomBytes(4).toString('hex')}`])
     const c = new TestCluster(url, db, services, { projectId: rows[0].id, name: 'test' }, opts)
-    c.listener = new pg.Client({ connectionString: url })
-    await c.listener.connect()
-    await c.listener.query('LISTEN kiln_events')
-    c.listener.on('notification', () => c.notify())
+    await c.listenForEvents()
     for (let i = 0; i < opts.workers; i++) c.spawnWorker()
     await c.waitFor(async () => (await c.liveWorkers()) >= opts.workers, 30_000, 'workers to register')
     return c
   }
+
+  /** LISTEN kiln_events; when the connection drops (a chaos test restarts PostgreSQL), reconnect. */
+  private async listenForEvents(): Promise<void> {
+    const client = new pg.Client({ connectionString: this.url })
+    const lost = () => {
+      if (this.listener !== client) return
+      this.listener = null
+      client.end().catch(() => {})
+      this.notify() // waiters re-check now (and every recheckMs) rather than wait for a notification
+      const retry = () => void this.listenForEvents().catch(() => setTimeout(retry, 250))
+      if (!this.stopping) setTimeout(retry, 250)
+    }
+    client.on('error', lost)
+    client.on('end', lost)
+    client.on('notification', () => this.notify())
+    this.listener = client
+    await client.connect()
+    await client.query('LISTEN kiln_events')
+  }
+
+  private stopping = false
 
   private notify() {
     for (const w of this.waiters) w()
@@ -165,6 +183,7 @@ export class TestCluster {
   }
 
   async stop() {
+    this.stopping = true
     for (const w of this.workers) if (w.proc.exitCode === null && w.proc.signalCode === null) w.proc.kill('SIGTERM')
     await Promise.all(this.workers.map((w) => (w.proc.exitCode === null && w.proc.signalCode === null ? new Promise((r) => w.proc.once('exit', r)) : null)))
     await this.listener?.end().catch(() => {})

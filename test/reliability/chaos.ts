@@ -1,0 +1,237 @@
+/**
+ * The chaos driver (used by chaos.test.ts, short, and `npm run chaos`, long).
+ *
+ * On a PostgreSQL of its own (so restarting it disturbs no other test file),
+ * several worker processes run many stacks of Kiln::File resources (real
+ * files: physical resources that can be counted) mixed with delayed
+ * OS::Heat::TestResource nodes, in chain and layered shapes. A driver submits
+ * overlapping updates, updates that fail (and roll back), cancels with and
+ * without rollback, and finally a good update or a delete for every stack;
+ * meanwhile a killer SIGKILLs random workers and starts new ones, and
+ * PostgreSQL itself is restarted once. Afterwards every stack must be in the
+ * state its last accepted operation asked for, and the invariants must hold.
+ */
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { startEmbeddedPostgres, type RunningPostgres } from '../../lib/db/embedded'
+import { applyMigrations } from '../../lib/db/migrate'
+import { TestCluster } from '../helpers/cluster'
+
+export interface ChaosOptions {
+  stacks: number
+  /** operations per stack before the final one */
+  rounds: number
+  workers: number
+  /** mean milliseconds between kills */
+  killEveryMs: number
+  restartPostgres: boolean
+  log?: (line: string) => void
+}
+
+export interface ChaosReport {
+  stacks: number
+  operations: number
+  rejected: number
+  kills: number
+  postgresRestarts: number
+  /** per kill that held locks: ms until none of its rows was locked any more */
+  recoveryMs: number[]
+  settleMs: number
+  violations: string[]
+}
+
+type Final = { kind: 'update'; seed: string; size: number } | { kind: 'delete' }
+
+const rnd = (n: number) => Math.floor(Math.random() * n)
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+/** Files f0..f{size-1} (chain or layered via depends_on) plus a delayed TestResource per layer. */
+export function chaosTemplate(stack: string, seed: string, size: number, shape: 'chain' | 'layered', opts: { delay: number; fail?: boolean }): string {
+  const resources: Record<string, unknown> = {}
+  for (let i = 0; i < size; i++) {
+    const deps = shape === 'chain' ? (i > 0 ? [`f${i - 1}`] : []) : i >= 3 ? [`f${i - 3}`, `f${i - 3 + ((i + 1) % 3)}`].filter((d, k, a) => a.indexOf(d) === k) : []
+    resources[`f${i}`] = { type: 'Kiln::File', properties: { path: `${stack}/f${i}.txt`, content: `${seed}:${i}` }, ...(deps.length ? { depends_on: deps } : {}) }
+  }
+  resources.slow = { type: 'OS::Heat::TestResource', properties: { value: seed, wait_secs: opts.delay, fail: opts.fail === true }, depends_on: ['f0'] }
+  return JSON.stringify({ heat_template_version: '2018-08-31', resources })
+}
+
+export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
+  const log = o.log ?? (() => {})
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kiln-chaos-'))
+  fs.chmodSync(dir, 0o755) // when run as root, PostgreSQL runs as the postgres user, who must enter it
+  let pgServer: RunningPostgres = await startEmbeddedPostgres({ dataDir: path.join(dir, 'pg') })
+  const port = pgServer.port
+  const url = pgServer.databaseUrl('postgres')
+  await applyMigrations(url)
+  const c = await TestCluster.start(url, { workers: o.workers, leaseMs: 1500, concurrency: 8, env: { KILN_LOG_LEVEL: 'error' } })
+  const report: ChaosReport = { stacks: o.stacks, operations: 0, rejected: 0, kills: 0, postgresRestarts: 0, recoveryMs: [], settleMs: 0, violations: [] }
+  let pgDown: Promise<void> | null = null
+  let running = true
+
+  try {
+    // ---- the killer ----
+    const killer = (async () => {
+      const measures: Promise<void>[] = []
+      while (running) {
+        await sleep(o.killEveryMs / 2 + rnd(o.killEveryMs))
+        if (!running) break
+        const live = c.workers.filter((w) => w.proc.exitCode === null && w.proc.signalCode === null && w.id)
+        if (live.length === 0) continue
+        const victim = live[rnd(live.length)]!
+        const held = pgDown ? 0 : Number((await c.db.pool.query('SELECT count(*)::int AS n FROM resource WHERE engine_id = $1', [victim.id]).catch(() => ({ rows: [{ n: 0 }] }))).rows[0].n)
+        victim.proc.kill('SIGKILL')
+        report.kills++
+        const killedAt = Date.now()
+        log(`killed worker ${victim.id?.slice(0, 8)} holding ${held} lock(s)`)
+        if (held > 0) {
+          measures.push(
+            c.waitFor(
+              async () => {
+                try {
+                  return Number((await c.db.pool.query('SELECT count(*)::int AS n FROM resource WHERE engine_id = $1', [victim.id])).rows[0].n) === 0
+                } catch {
+                  return false // PostgreSQL is restarting
+                }
+              },
+              60_000, 'locks of a killed worker to be broken', 100)
+              .then(() => void report.recoveryMs.push(Date.now() - killedAt))
+              .catch((e: Error) => void report.violations.push(`locks of killed worker ${victim.id} never broken: ${e.message}`)),
+          )
+        }
+        await sleep(300)
+        c.spawnWorker()
+      }
+      await Promise.all(measures)
+    })()
+
+    // ---- PostgreSQL restart, once, in the middle ----
+    const restarter = o.restartPostgres
+      ? (async () => {
+          await sleep(2500 + rnd(1500))
+          let release!: () => void
+          pgDown = new Promise((r) => (release = r))
+          log('restarting PostgreSQL')
+          await pgServer.stop()
+          await sleep(800)
+          pgServer = await startEmbeddedPostgres({ dataDir: path.join(dir, 'pg'), port })
+          report.postgresRestarts++
+          log('PostgreSQL is back')
+          pgDown = null
+          release()
+        })()
+      : Promise.resolve()
+
+    // ---- the driver ----
+    const finals = new Map<string, Final>()
+    const shapes = new Map<string, 'chain' | 'layered'>()
+    const submit = async (what: string, fn: () => Promise<unknown>): Promise<boolean> => {
+      // Operations wait while PostgreSQL is down: a request cut off mid-commit would leave
+      // "was it accepted?" unknowable, and the check below needs to know.
+      while (pgDown) await pgDown
+      report.operations++
+      try {
+        await fn()
+        return true
+      } catch (err) {
+        report.rejected++
+        log(`${what} rejected: ${(err as Error).message.slice(0, 120)}`)
+        return false
+      }
+    }
+    const drive = async (i: number) => {
+      const name = `chaos-${i}`
+      const shape = i % 2 ? 'chain' : 'layered'
+      shapes.set(name, shape)
+      let size = 4 + rnd(5)
+      let id: string | null = null
+      await submit('create', async () => {
+        id = (await c.services.create(c.actor, { name, template: chaosTemplate(name, 's0', size, shape, { delay: 0.2 }) })).stack.id
+      })
+      if (!id) return
+      const stackId: string = id
+      finals.set(stackId, { kind: 'update', seed: 's0', size })
+      for (let r = 1; r <= o.rounds; r++) {
+        await sleep(rnd(900))
+        const roll = rnd(10)
+        if (roll < 5) {
+          const nsize = 3 + rnd(6)
+          if (await submit('update', () => c.services.update(c.actor, stackId, { template: chaosTemplate(name, `s${r}`, nsize, shape, { delay: 0.1 + rnd(3) / 10 }) }))) {
+            size = nsize
+            finals.set(stackId, { kind: 'update', seed: `s${r}`, size })
+          }
+        } else if (roll < 7) {
+          // a failing update: rolls back to the last good template, which stays the expectation
+          await submit('failing update', () => c.services.update(c.actor, stackId, { template: chaosTemplate(name, `bad${r}`, size, shape, { delay: 0.1, fail: true }) }))
+        } else if (roll < 9) {
+          await submit('cancel', () => c.services.cancel(c.actor, stackId, { rollback: roll === 7 }))
+        } else {
+          // two updates back to back: the second supersedes the first mid-flight
+          await submit('update', () => c.services.update(c.actor, stackId, { template: chaosTemplate(name, `x${r}`, size, shape, { delay: 0.3 }) }))
+          if (await submit('update', () => c.services.update(c.actor, stackId, { template: chaosTemplate(name, `y${r}`, size, shape, { delay: 0.1 }) })))
+            finals.set(stackId, { kind: 'update', seed: `y${r}`, size })
+        }
+      }
+      // The final operation: a good update, or a delete.
+      if (rnd(3) === 0) {
+        if (await submit('delete', () => c.services.delete(c.actor, stackId))) finals.set(stackId, { kind: 'delete' })
+      } else {
+        const nsize = 3 + rnd(6)
+        if (await submit('final update', () => c.services.update(c.actor, stackId, { template: chaosTemplate(name, 'final', nsize, shape, { delay: 0.1 }) })))
+          finals.set(stackId, { kind: 'update', seed: 'final', size: nsize })
+      }
+    }
+    await Promise.all(Array.from({ length: o.stacks }, (_, i) => drive(i)))
+    await sleep(1500) // keep killing while the final operations run
+    running = false
+    await Promise.all([killer, restarter])
+    // every killed worker replaced; the system must now converge on its own
+    const settleStart = Date.now()
+    for (const id of finals.keys()) await c.settle(id, 120_000).catch((e: Error) => void report.violations.push(`stack ${id} did not settle: ${e.message.slice(0, 2000)}`))
+    report.settleMs = Date.now() - settleStart
+
+    // ---- invariants ----
+    const v = report.violations
+    const expectedFiles: string[] = []
+    for (const [id, fin] of finals) {
+      const s = await c.stack(id)
+      const state = `${s.action}_${s.status}`
+      const name = (await c.db.pool.query('SELECT name FROM stack WHERE id = $1', [id])).rows[0].name as string
+      if (fin.kind === 'delete') {
+        if (state !== 'DELETE_COMPLETE') v.push(`${name}: last operation was delete, state ${state}`)
+        continue
+      }
+      if (!['CREATE_COMPLETE', 'UPDATE_COMPLETE'].includes(state)) v.push(`${name}: last accepted operation was an update to ${fin.seed}, state ${state} (${s.statusReason})`)
+      const rows = (await c.rows(id)).filter((r) => !(r.action === 'DELETE' && r.status === 'COMPLETE'))
+      const names = rows.map((r) => r.name).sort()
+      const want = [...Array.from({ length: fin.size }, (_, k) => `f${k}`), 'slow'].sort()
+      if (JSON.stringify(names) !== JSON.stringify(want)) v.push(`${name}: rows ${names.join(',')} != template ${want.join(',')}`)
+      for (let k = 0; k < fin.size; k++) {
+        const file = path.join(c.workspace, name, `f${k}.txt`)
+        expectedFiles.push(path.join(name, `f${k}.txt`))
+        const content = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : null
+        if (content !== `${fin.seed}:${k}`) v.push(`${name}/f${k}.txt holds ${JSON.stringify(content)}, template says ${fin.seed}:${k}`)
+      }
+    }
+    // one physical file per logical resource: nothing duplicated, nothing leaked
+    const files = c.workspaceFiles()
+    const extra = files.filter((f) => !expectedFiles.includes(f))
+    if (extra.length) v.push(`files no stack owns (leaked or duplicated): ${extra.join(', ')}`)
+    const q = async (sql: string) => (await c.db.pool.query(sql)).rows
+    for (const r of await q(`SELECT r.id, r.name, r.engine_id FROM resource r WHERE r.engine_id IS NOT NULL`)) v.push(`row ${r.name}#${r.id} still locked by ${r.engine_id}`)
+    for (const r of await q(`SELECT s.name FROM stack s WHERE s.status = 'IN_PROGRESS'`)) v.push(`stack ${r.name} still IN_PROGRESS`)
+    for (const r of await q(`SELECT t.id, s.name FROM traversal t JOIN stack s ON s.current_traversal_id = t.id WHERE t.ended_at IS NULL`)) v.push(`current traversal ${r.id} of ${r.name} never ended`)
+    for (const r of await q(`SELECT stack_id, count(*)::int AS n, min(seq)::int AS lo, max(seq)::int AS hi FROM event GROUP BY stack_id`))
+      if (r.n !== r.hi - r.lo + 1 || r.lo !== 1) v.push(`stack ${r.stack_id}: events ${r.lo}..${r.hi} but ${r.n} rows (gap)`)
+    for (const r of await q(`SELECT s.name, s.event_seq, max(e.seq) AS hi FROM stack s LEFT JOIN event e ON e.stack_id = s.id GROUP BY s.id HAVING s.event_seq <> coalesce(max(e.seq), 0)`))
+      v.push(`stack ${r.name}: event_seq ${r.event_seq} but last event ${r.hi}`)
+    for (const r of await q(`SELECT j.id, j.kind, s.name FROM job j JOIN stack s ON s.id = j.stack_id WHERE s.status <> 'IN_PROGRESS'`)) v.push(`job ${r.id} (${r.kind}) left for settled stack ${r.name}`)
+    return report
+  } finally {
+    running = false
+    await c.stop().catch(() => {})
+    await pgServer.stop().catch(() => {})
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
+}
