@@ -321,6 +321,7 @@ DECLARE
   v_queued int := 0;
   v_pending int;
   v_failed_done boolean := false;
+  v_begun jsonb;
 BEGIN
   SELECT * INTO j FROM job WHERE id = p_job;
   IF NOT FOUND OR j.locked_by IS DISTINCT FROM p_worker THEN
@@ -437,7 +438,12 @@ BEGIN
   IF v_pending = 0 THEN PERFORM kiln_complete_traversal(s.id, j.traversal_id); END IF;
   IF v_failed_done THEN PERFORM kiln_maybe_finish_failed(s.id, j.traversal_id); END IF;
   IF v_queued > 0 THEN PERFORM pg_notify('kiln_jobs', ''); END IF;
-  RETURN jsonb_build_object('outcome', 'ok', 'claimed', v_claimed, 'queued', v_queued);
+  -- The successor we claimed is begun here too (its row locked, node RUNNING): the worker
+  -- continues with it without another round trip.
+  IF v_claimed IS NOT NULL AND p_result ? 'begin_lease_ms' THEN
+    v_begun := kiln_begin_node((v_claimed->>'id')::bigint, p_worker, (p_result->>'begin_lease_ms')::int);
+  END IF;
+  RETURN jsonb_build_object('outcome', 'ok', 'claimed', v_claimed, 'queued', v_queued, 'begun', v_begun);
 END $$;
 
 -- lib/db/functions/40_replace_node.sql

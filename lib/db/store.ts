@@ -20,7 +20,7 @@ export function createStore(pool: pg.Pool, opts: StoreOptions): ConvergenceStore
   const retry = <T>(what: string, fn: () => Promise<T>) => withRetry(fn, { onRetry: (err) => opts.onRetry?.(what, err) })
   return {
     beginNode: (job) => retry('begin', () => beginNode(pool, opts.workerId, opts.leaseMs, job)),
-    finishNode: (job, req) => retry('finish', () => finishNode(pool, opts.workerId, job, req)),
+    finishNode: (job, req) => retry('finish', () => finishNode(pool, opts.workerId, job, req, opts.leaseMs)),
     replaceNode: (job, req) => retry('replace', () => replaceNode(pool, opts.workerId, job, req)),
     markInProgress: (job, action) => retry('mark', () => markInProgress(pool, opts.workerId, job, action)),
     reportProgress: (job, message, fraction) => reportProgress(pool, opts.workerId, job, message, fraction).catch(() => {}),

@@ -84,7 +84,8 @@ function message(err: unknown): string {
 }
 
 export async function runNode(deps: NodeRunnerDeps, job: ClaimedJob): Promise<NodeResult> {
-  const begun = await deps.store.beginNode(job)
+  // A successor claimed by the previous node's finish may already be begun (same transaction).
+  const begun = job.begun ?? (await deps.store.beginNode(job))
   if (begun.outcome !== 'locked' && begun.outcome !== 'replace_deleting') return { outcome: begun.outcome, next: null }
   const ctx = await deps.traversals.get(job.traversalId!)
   const node = new NodeRun(deps, job, begun, ctx)

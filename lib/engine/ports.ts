@@ -17,6 +17,8 @@ export interface ClaimedJob {
   /** Graph node a replacement reports as (Heat's impersonation). */
   graphKeyId: number | null
   attempts: number
+  /** Set when the finish that claimed this job also began it (same transaction): no begin round trip. */
+  begun?: BeginResult
 }
 
 export interface ResourceRow {

@@ -21,7 +21,10 @@ function scopeOf(out: Json) {
 
 export async function beginNode(pool: pg.Pool, workerId: string, leaseMs: number, job: ClaimedJob): Promise<BeginResult> {
   const { rows } = await pool.query('SELECT kiln_begin_node($1, $2, $3) AS out', [job.id, workerId, leaseMs])
-  const out = rows[0].out as Json
+  return toBeginResult(rows[0].out as Json)
+}
+
+function toBeginResult(out: Json): BeginResult {
   const outcome = out.outcome as BeginResult['outcome']
   if (outcome !== 'locked' && outcome !== 'replace_deleting') return { outcome } as BeginResult
   return {
@@ -53,7 +56,12 @@ function rowUpdateToJson(u: RowUpdate): Json {
   return out
 }
 
-export async function finishNode(pool: pg.Pool, workerId: string, job: ClaimedJob, req: FinishRequest): Promise<FinishResult> {
+/**
+ * Finish a node. With `req.claim`, a successor this finish made ready is claimed for us and,
+ * given `beginLeaseMs`, also begun (locked) in the same transaction: a chain costs one round
+ * trip per node instead of two.
+ */
+export async function finishNode(pool: pg.Pool, workerId: string, job: ClaimedJob, req: FinishRequest, beginLeaseMs?: number): Promise<FinishResult> {
   const body = {
     ok: req.ok,
     reason: req.reason,
@@ -65,11 +73,14 @@ export async function finishNode(pool: pg.Pool, workerId: string, job: ClaimedJo
     claim: req.claim,
     deleted: req.deleted ?? false,
     event_data: req.eventData ?? {},
+    ...(req.claim && beginLeaseMs ? { begin_lease_ms: beginLeaseMs } : {}),
   }
   const { rows } = await pool.query('SELECT kiln_finish_node($1, $2, $3) AS out', [job.id, workerId, JSON.stringify(body)])
   const out = rows[0].out as Json
   if (out.outcome !== 'ok') return { outcome: out.outcome as 'gone' | 'lock_lost' }
-  return { outcome: 'ok', claimed: out.claimed ? toClaimedJob(out.claimed as Json) : null }
+  const claimed = out.claimed ? toClaimedJob(out.claimed as Json) : null
+  if (claimed && out.begun) claimed.begun = toBeginResult(out.begun as Json)
+  return { outcome: 'ok', claimed }
 }
 
 export async function replaceNode(pool: pg.Pool, workerId: string, job: ClaimedJob, req: ReplaceRequest): Promise<ReplaceResult> {
