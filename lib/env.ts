@@ -85,6 +85,8 @@ const EnvSchema = z.object({
   /** Tests: fail (rather than skip) the heatclient / browser suites when their tools are missing (CI sets these). */
   KILN_REQUIRE_HEATCLIENT: bool(false),
   KILN_REQUIRE_BROWSER: bool(false),
+  /** Tests: runs per fast-check property in test/reliability/fuzz.test.ts (the long version: 2000). */
+  KILN_FUZZ_RUNS: int(150),
   /** Tests: the Chromium binary the browser suite drives (default: `chromium` or `chromium-browser` on PATH). */
   KILN_CHROMIUM_PATH: z.string().trim().min(1).optional(),
   /** Used to find Chromium on PATH. */
