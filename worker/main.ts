@@ -36,6 +36,7 @@ async function main() {
     heartbeatMs: e.heartbeatMs,
     shutdownAbortMs: e.KILN_SHUTDOWN_ABORT_MS,
     inline: e.KILN_INLINE_CONTINUATION,
+    maxEventsPerStack: e.KILN_MAX_EVENTS_PER_STACK,
   })
 
   let signals = 0

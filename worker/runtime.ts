@@ -14,7 +14,7 @@ import crypto from 'node:crypto'
 import pg from 'pg'
 import type { Db } from '../lib/db/client'
 import { claimJobs, releaseJobs } from '../lib/db/queries/queue'
-import { heartbeat, nextSweepAt, registerWorker, setWorkerState, sweep } from '../lib/db/queries/workers'
+import { heartbeat, nextSweepAt, pruneEvents, registerWorker, setWorkerState, sweep } from '../lib/db/queries/workers'
 import { createStore } from '../lib/db/store'
 import type { ClaimedJob } from '../lib/engine/ports'
 import { TraversalCache } from '../lib/engine/traversal-context'
@@ -39,6 +39,8 @@ export interface WorkerOptions {
   shutdownAbortMs: number
   inline: boolean
   version?: string
+  /** events kept per stack; older ones are pruned once a minute */
+  maxEventsPerStack?: number
 }
 
 export class WorkerRuntime {
@@ -88,6 +90,14 @@ export class WorkerRuntime {
     this.state = 'running'
     this.every(this.opts.heartbeatMs, () => this.beat())
     this.scheduleSweep(0)
+    const keep = this.opts.maxEventsPerStack
+    if (keep) {
+      // Timer reason: the event history limit is enforced once a minute, not on every write.
+      this.every(60_000, async () => {
+        const n = await pruneEvents(this.opts.db.pool, keep)
+        if (n) this.log.info(`pruned ${n} event(s) beyond ${keep} per stack`)
+      })
+    }
     this.log.info(`running (concurrency ${this.opts.concurrency}, lease ${this.opts.leaseMs} ms)`)
     this.wake('start')
   }

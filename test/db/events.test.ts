@@ -1,0 +1,33 @@
+/** The event history limit (KILN_MAX_EVENTS_PER_STACK): the oldest events go, what is left stays gap-free. */
+import { afterAll, beforeAll, expect, test } from 'vitest'
+import { pruneEvents } from '../../lib/db/queries/workers'
+import { TestCluster } from '../helpers/cluster'
+import { testDatabase, type TestDatabase } from '../helpers/db'
+
+let db: TestDatabase
+let c: TestCluster
+beforeAll(async () => {
+  db = await testDatabase()
+  c = await TestCluster.start(db.url, { workers: 0 })
+})
+afterAll(async () => {
+  await c?.stop()
+  await db?.drop()
+})
+
+test('pruneEvents keeps the newest N events of each stack over the limit, contiguous, and leaves others alone', async () => {
+  const big = (await c.services.create(c.actor, { name: 'many-events', template: 'heat_template_version: 2018-08-31\nresources: {}\n' })).stack.id
+  const small = (await c.services.create(c.actor, { name: 'few-events', template: 'heat_template_version: 2018-08-31\nresources: {}\n' })).stack.id
+  const ev = `jsonb_build_array(${Array.from({ length: 40 }, (_, i) => `kiln_ev('progress', NULL, NULL, 'r', NULL, NULL, NULL, 'e${i}', NULL)`).join(', ')})`
+  await c.db.pool.query(`SELECT kiln_emit($1, ${ev})`, [big])
+  const seq = async (id: string) => (await c.db.pool.query(`SELECT count(*)::int AS n, min(seq)::int AS lo, max(seq)::int AS hi, (SELECT event_seq::int FROM stack WHERE id = $1) AS last FROM event WHERE stack_id = $1`, [id])).rows[0]
+  const before = await seq(big)
+  const smallBefore = await seq(small)
+  expect(before.n).toBeGreaterThan(40)
+  const deleted = await pruneEvents(c.db.pool, 25)
+  expect(deleted).toBe(before.n - 25)
+  const after = await seq(big)
+  expect(after).toEqual({ n: 25, lo: before.last - 24, hi: before.last, last: before.last })
+  expect(await seq(small)).toEqual(smallBefore)
+  expect(await pruneEvents(c.db.pool, 25)).toBe(0)
+})
