@@ -9,6 +9,7 @@
  * `Origin`. Heat routes take tokens only, as Heat does.
  */
 import type { Principal } from '../services/accounts'
+import { LimitError } from '../services/errors'
 import type { ApiDeps } from './deps'
 import { heatError, heatRoutes } from './heat-routes'
 import { errorResponse, HttpError, json, readJson, Router, unauthorized } from './http'
@@ -47,6 +48,9 @@ export function createApi(d: ApiDeps): (req: Request) => Promise<Response> {
     const started = Date.now()
     let res: Response
     try {
+      // Any route, whether or not it reads a body: an oversize request is refused before anything else.
+      const declared = Number(req.headers.get('content-length') ?? '0')
+      if (declared > d.maxBodyBytes) throw new LimitError(`the request body is ${declared} bytes; the limit is ${d.maxBodyBytes}`, 'body_bytes', d.maxBodyBytes)
       const m = router.match(req.method, url.pathname)
       if (!m) throw new HttpError(404, 'not_found', `no route for ${req.method} ${url.pathname}`)
       if ('allowed' in m) {
