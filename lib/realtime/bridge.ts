@@ -61,7 +61,12 @@ export function startBridge(opts: { url: string; pool: pg.Pool; rooms: RoomEmitt
         const room = `stack:${stackId}`
         const project = projectOf.get(stackId)
         const watched = opts.rooms.watched(room) || (project !== undefined && opts.rooms.watched(`project:${project}`))
-        if (!watched || !lastSeq.has(stackId)) continue
+        if (!lastSeq.has(stackId)) continue
+        if (!watched) {
+          // Nobody listens: stop tracking, so the next subscriber starts from the stack's current seq.
+          lastSeq.delete(stackId)
+          continue
+        }
         for (;;) {
           const { rows } = await opts.pool.query(`SELECT * FROM event WHERE stack_id = $1 AND seq > $2 ORDER BY seq LIMIT 500`, [stackId, lastSeq.get(stackId)])
           if (!rows.length) break
@@ -122,8 +127,10 @@ export function startBridge(opts: { url: string; pool: pg.Pool; rooms: RoomEmitt
       const { rows } = await opts.pool.query(`SELECT event_seq, project_id FROM stack WHERE id = $1`, [stackId])
       const seq = Number(rows[0]?.event_seq ?? 0)
       if (rows[0]) projectOf.set(stackId, String(rows[0].project_id))
-      const known = lastSeq.get(stackId)
-      if (known === undefined || known > seq) lastSeq.set(stackId, seq)
+      // A stack already served keeps its position: moving it back would send events the
+      // room's other members already have (found by the load suite). The new member
+      // fetches anything up to the returned seq over REST.
+      if (!lastSeq.has(stackId)) lastSeq.set(stackId, seq)
       return lastSeq.get(stackId)!
     },
     async close() {
