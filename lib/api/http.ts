@@ -20,6 +20,17 @@ export class HttpError extends Error {
   }
 }
 
+/** The session cookie's value; null when absent or not decodable (a forged or mangled cookie is no credential). */
+export function sessionCookie(req: Request): string | null {
+  const raw = /(?:^|;\s*)kiln_session=([^;]+)/.exec(req.headers.get('cookie') ?? '')?.[1]
+  if (!raw) return null
+  try {
+    return decodeURIComponent(raw)
+  } catch {
+    return null
+  }
+}
+
 export const unauthorized = (why = 'authentication required: send X-Auth-Token, Authorization: Bearer <token>, or log in') => new HttpError(401, 'unauthorized', why)
 
 export interface RouteContext<P = unknown> {
@@ -97,16 +108,50 @@ export function json(body: unknown, status = 200, headers: Record<string, string
   })
 }
 
-/** Read a JSON body with a size limit. An empty body is `{}`. */
-export async function readJson(req: Request, maxBytes: number): Promise<unknown> {
+/**
+ * Read a request's body, refusing (413) one over the limit, whether its size is declared
+ * (Content-Length) or found while reading (chunked). Nothing is decoded yet.
+ */
+export async function readBody(req: Request, maxBytes: number): Promise<Buffer> {
   const declared = Number(req.headers.get('content-length') ?? '0')
   if (declared > maxBytes) throw new LimitError(`the request body is ${declared} bytes; the limit is ${maxBytes}`, 'body_bytes', maxBytes)
-  const text = await readText(req, maxBytes)
-  if (!text.trim()) return {}
-  const type = req.headers.get('content-type') ?? ''
-  if (type && !/json|yaml|text\/plain/i.test(type)) throw new HttpError(415, 'unsupported_media_type', `send application/json (got ${type.split(';')[0]})`)
+  if (!req.body) return Buffer.alloc(0)
+  const reader = req.body.getReader()
+  const chunks: Uint8Array[] = []
+  let size = 0
+  for (;;) {
+    let chunk: ReadableStreamReadResult<Uint8Array>
+    try {
+      chunk = await reader.read()
+    } catch {
+      // the client went away (or broke the framing) before sending the whole body
+      throw new HttpError(400, 'incomplete_body', 'the request body ended before it was complete')
+    }
+    const { done, value } = chunk
+    if (done) break
+    size += value.byteLength
+    if (size > maxBytes) {
+      await reader.cancel().catch(() => {})
+      throw new LimitError(`the request body is larger than ${maxBytes} bytes`, 'body_bytes', maxBytes)
+    }
+    chunks.push(value)
+  }
+  return Buffer.concat(chunks)
+}
+
+/** A body read by readBody as JSON: UTF-8, a JSON media type (or none), valid JSON. An empty body is `{}`. */
+export function parseJsonBody(bytes: Buffer, contentType: string): unknown {
+  let text: string
   try {
-    return JSON.parse(text)
+    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes)
+  } catch {
+    throw new HttpError(400, 'invalid_encoding', 'the request body is not valid UTF-8')
+  }
+  if (!text.trim()) return {}
+  if (contentType && !/json|yaml|text\/plain/i.test(contentType)) throw new HttpError(415, 'unsupported_media_type', `send application/json (got ${contentType.split(';')[0]})`)
+  let value: unknown
+  try {
+    value = JSON.parse(text)
   } catch (err) {
     const m = /position (\d+)/.exec((err as Error).message)
     let where = ''
@@ -117,28 +162,23 @@ export async function readJson(req: Request, maxBytes: number): Promise<unknown>
     }
     throw new HttpError(400, 'invalid_json', `the request body is not valid JSON${where}: ${(err as Error).message}`)
   }
+  // Everything downstream (validation, templates, JSON columns) walks values recursively.
+  if (nestedDeeperThan(value, MAX_JSON_DEPTH)) throw new HttpError(400, 'too_deep', `the request body is nested more than ${MAX_JSON_DEPTH} levels deep`)
+  return value
 }
 
-async function readText(req: Request, maxBytes: number): Promise<string> {
-  if (!req.body) return ''
-  const reader = req.body.getReader()
-  const chunks: Uint8Array[] = []
-  let size = 0
-  for (;;) {
-    const { done, value } = await reader.read()
-    if (done) break
-    size += value.byteLength
-    if (size > maxBytes) {
-      await reader.cancel().catch(() => {})
-      throw new LimitError(`the request body is larger than ${maxBytes} bytes`, 'body_bytes', maxBytes)
-    }
-    chunks.push(value)
+/** Deeper than any template or request needs (HOT templates nest a few dozen levels at most). */
+export const MAX_JSON_DEPTH = 200
+
+function nestedDeeperThan(root: unknown, max: number): boolean {
+  const todo: [unknown, number][] = [[root, 1]]
+  while (todo.length) {
+    const [v, depth] = todo.pop()!
+    if (v === null || typeof v !== 'object') continue
+    if (depth > max) return true
+    for (const child of Array.isArray(v) ? v : Object.values(v as object)) if (child !== null && typeof child === 'object') todo.push([child, depth + 1])
   }
-  try {
-    return new TextDecoder('utf-8', { fatal: true }).decode(Buffer.concat(chunks))
-  } catch {
-    throw new HttpError(400, 'invalid_encoding', 'the request body is not valid UTF-8')
-  }
+  return false
 }
 
 /** Parse with zod; a failure is a 400 listing each field path. */
@@ -149,13 +189,23 @@ export function parse<T extends z.ZodType>(schema: T, value: unknown, where = 'b
   throw new ValidationError(`invalid ${where}: ${issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`, issues as never)
 }
 
+/**
+ * PostgreSQL's refusals of values a client sent, as a 400: bad uuid text, out-of-range numbers and
+ * dates (22P02, 22003, 22007), and U+0000, which neither text (22021) nor jsonb (22P05) can hold.
+ * The statement failed, so its transaction wrote nothing.
+ */
+export function clientInputError(err: unknown): HttpError | null {
+  const code = (err as { code?: unknown } | null)?.code
+  if (code === '22P02' || code === '22003' || code === '22007') return new HttpError(400, 'invalid_input', 'a value in the request has the wrong format')
+  if (code === '22021' || code === '22P05') return new HttpError(400, 'invalid_input', 'a value in the request contains a character that cannot be stored (U+0000)')
+  return null
+}
+
 /** Turn any thrown value into a response (the only place errors become HTTP). */
 export function errorResponse(err: unknown, onUnexpected: (err: unknown) => void): Response {
+  err = clientInputError(err) ?? err
   if (err instanceof HttpError) return json({ error: { code: err.code, message: err.message, ...err.extra } }, err.status)
   if (err instanceof DomainError) return json(err.body(), err.status)
-  // PostgreSQL input errors from values a client sent (bad uuid text, out-of-range numbers).
-  const code = (err as { code?: string }).code
-  if (code === '22P02' || code === '22003' || code === '22007') return json({ error: { code: 'invalid_input', message: 'a value in the request has the wrong format' } }, 400)
   onUnexpected(err)
   return json({ error: { code: 'internal', message: 'internal error; the details are in the server log' } }, 500)
 }

@@ -12,7 +12,7 @@ import type { Principal } from '../services/accounts'
 import { LimitError } from '../services/errors'
 import type { ApiDeps } from './deps'
 import { heatError, heatRoutes } from './heat-routes'
-import { errorResponse, HttpError, json, readJson, Router, unauthorized } from './http'
+import { clientInputError, errorResponse, HttpError, json, parseJsonBody, readBody, Router, sessionCookie, unauthorized } from './http'
 import { kilnRoutes } from './kiln-routes'
 
 const SAFE = new Set(['GET', 'HEAD', 'OPTIONS'])
@@ -30,9 +30,9 @@ export function createApi(d: ApiDeps): (req: Request) => Promise<Response> {
       return p
     }
     if (heat) throw unauthorized('send an API token in X-Auth-Token')
-    const cookie = /(?:^|;\s*)kiln_session=([^;]+)/.exec(req.headers.get('cookie') ?? '')?.[1]
+    const cookie = sessionCookie(req)
     if (!cookie) throw unauthorized()
-    const p = await d.accounts.bySession(decodeURIComponent(cookie))
+    const p = await d.accounts.bySession(cookie)
     if (!p) throw unauthorized('the session has expired; log in again')
     if (!SAFE.has(req.method)) {
       const origin = req.headers.get('origin')
@@ -57,10 +57,13 @@ export function createApi(d: ApiDeps): (req: Request) => Promise<Response> {
         res = json({ error: { code: 'method_not_allowed', message: `${req.method} is not allowed here; use ${[...new Set(m.allowed)].join(', ')}` } }, 405, { allow: [...new Set(m.allowed)].join(', ') })
       } else {
         const principal = m.route.public ? (null as unknown as Principal) : await authenticate(req, url, heat)
-        res = await m.route.handler({ req, url, params: m.params, principal, json: () => readJson(req, d.maxBodyBytes) })
+        // Read before the route runs, whether or not it uses the body: a body found to be over the limit
+        // while reading (chunked, no Content-Length) is refused too, never ignored. Decoded only if used.
+        const body = await readBody(req, d.maxBodyBytes)
+        res = await m.route.handler({ req, url, params: m.params, principal, json: async () => parseJsonBody(body, req.headers.get('content-type') ?? '') })
       }
     } catch (err) {
-      res = (heat ? heatError(err) : null) ?? errorResponse(err, (e) => d.log.error(`${req.method} ${url.pathname}: ${e instanceof Error ? e.stack : String(e)}`))
+      res = (heat ? heatError(clientInputError(err) ?? err) : null) ?? errorResponse(err, (e) => d.log.error(`${req.method} ${url.pathname}: ${e instanceof Error ? e.stack : String(e)}`))
     }
     // Paths only: query strings and bodies may carry values that must not reach logs.
     d.log.debug(`${req.method} ${url.pathname} ${res.status} ${Date.now() - started}ms`)

@@ -10,7 +10,7 @@ import { checkSubmission } from '../services/templates'
 import { typeCatalog } from '../resources/registry'
 import { ValidationError } from '../services/errors'
 import { actorOf, type ApiDeps } from './deps'
-import { HttpError, intParam, json, parse, Router } from './http'
+import { HttpError, intParam, json, parse, Router, sessionCookie } from './http'
 import { openApiDocument } from './openapi'
 import { CancelBody, CreateBody, LoginBody, ProjectBody, TokenBody, UpdateBody, ValidateBody } from './schemas'
 
@@ -37,8 +37,8 @@ export function kilnRoutes(d: ApiDeps, router: Router<Principal>): void {
     }, { public: true })
     .add('GET', '/api/session', (c) => json({ project: { id: c.principal.projectId, name: c.principal.projectName }, name: c.principal.tokenName, role: c.principal.role, via: c.principal.via, csrfToken: c.principal.csrfToken }))
     .add('DELETE', '/api/session', async (c) => {
-      const cookie = /(?:^|;\s*)kiln_session=([^;]+)/.exec(c.req.headers.get('cookie') ?? '')?.[1]
-      if (cookie) await d.accounts.logout(decodeURIComponent(cookie))
+      const cookie = sessionCookie(c.req)
+      if (cookie) await d.accounts.logout(cookie)
       return json(null, 204, { 'set-cookie': 'kiln_session=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0' })
     })
 

@@ -23,13 +23,16 @@ export function toNodeHandler(handle: (req: Request) => Promise<Response>, opts:
       response.headers.forEach((v, k) => {
         out[k] = k === 'set-cookie' ? [...((out[k] as string[] | undefined) ?? []), v] : v
       })
+      // A body nobody read to the end (a route that takes none, a request refused before its body
+      // was read) stalls the connection: the next request on it would wait behind it forever.
+      if (hasBody && !req.complete) out.connection = 'close'
       res.writeHead(response.status, out)
       if (response.body && req.method !== 'HEAD') {
         const buf = Buffer.from(await response.arrayBuffer())
         res.end(buf)
       } else res.end()
     } catch (err) {
-      if (!res.headersSent) res.writeHead(400, { 'content-type': 'application/json' })
+      if (!res.headersSent) res.writeHead(400, { 'content-type': 'application/json', ...(req.complete ? {} : { connection: 'close' }) })
       res.end(JSON.stringify({ error: { code: 'bad_request', message: (err as Error).message } }))
     }
   }

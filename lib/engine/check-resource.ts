@@ -207,7 +207,7 @@ class NodeRun {
     let props: Record<string, unknown>
     try {
       const resolved = resolveProperties(this.ctx!.definition!, this.row.name, resolveContext(this.begun.inputs))
-      const checked = validateProperties(type.properties, resolved)
+      const checked = validateProperties(type.properties, resolved, { acceptUnknown: type.acceptsAnyProperties === true })
       if (checked.issues.length) {
         const text = checked.issues.map((i) => `resources.${this.row.name}.properties.${i.path}: ${i.message}`).join('; ')
         return this.fail(creating ? 'CREATE' : 'UPDATE', `Property error: ${text}`)

@@ -45,9 +45,20 @@ export function attachRealtime(httpServer: HttpServer, opts: { url: string; pool
       const reply = typeof ack === 'function' ? ack : () => {}
       try {
         if (typeof stackId !== 'string' || !/^[0-9a-f-]{36}$/i.test(stackId)) return reply({ ok: false, error: 'not found' })
-        const { rows } = await opts.pool.query('SELECT 1 FROM stack WHERE id = $1 AND project_id = $2', [stackId, p.projectId])
+        // The credential is checked again on every subscribe: a token revoked (or expired) since the
+        // handshake opens no more rooms, and its socket is closed.
+        const { rows } = await opts.pool.query(
+          `SELECT EXISTS (SELECT 1 FROM api_token WHERE id = $3 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())) AS live,
+                  EXISTS (SELECT 1 FROM stack WHERE id = $1 AND project_id = $2) AS found`,
+          [stackId, p.projectId, p.tokenId],
+        )
+        if (!rows[0].live) {
+          reply({ ok: false, error: 'unauthorized' })
+          setTimeout(() => socket.disconnect(true), 0)
+          return
+        }
         // Another project's stack looks exactly like a missing one.
-        if (!rows.length) return reply({ ok: false, error: 'not found' })
+        if (!rows[0].found) return reply({ ok: false, error: 'not found' })
         await socket.join(`stack:${stackId}`)
         reply({ ok: true, lastSeq: await bridge.track(stackId) })
       } catch {

@@ -137,7 +137,7 @@ export async function previewUpdate(
     const newProps = resolveProperties(next, name, ctx)
     const uncertain = containsUnknown(newProps)
     const schema = type?.properties ?? {}
-    const norm = (p: Record<string, unknown>) => (type ? validateProperties(schema, p, { skip: containsUnknown }).value : p)
+    const norm = (p: Record<string, unknown>) => (type ? validateProperties(schema, p, { skip: containsUnknown, acceptUnknown: type.acceptsAnyProperties === true }).value : p)
     const changed = changedProperties(norm(oldProps), norm(newProps))
     const blocked = type ? needsReplacement(schema, changed) : []
     if (blocked.length) item('replace', { changed, uncertain, reason: `${blocked.join(', ')} cannot be updated in place` })

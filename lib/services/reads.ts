@@ -11,9 +11,10 @@ import type { NodeId, TraversalGraph } from '../engine/types'
 import type { Registry } from '../resources/registry'
 import { buildDefinition, parseEnvironment, parseTemplate, resolveOutputs, type ResolvedOutput } from '../template'
 import { NotFoundError, ValidationError } from './errors'
+import { hiddenValues as hiddenForms, MASK, redact, secretList } from './secrets'
 import type { Actor, StackRecord } from './stacks'
 
-export const MASK = '******'
+export { MASK }
 
 export interface StackSummary {
   id: string
@@ -65,6 +66,9 @@ const PROGRESS_SQL = `
   ) p ON true`
 
 export function createReadService(pool: pg.Pool, registry: Registry) {
+  /** Hidden values per stack (see stackSecrets), least recently computed first. */
+  const secretsCache = new Map<string, { key: string; secrets: string[] }>()
+
   async function stackRow(actor: Actor, ref: string): Promise<Record<string, unknown>> {
     const byId = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(ref)
     const { rows } = await pool.query(
@@ -93,28 +97,55 @@ export function createReadService(pool: pg.Pool, registry: Registry) {
     return out
   }
 
-  function maskAttributes(type: string, attrs: Record<string, unknown> | null, hiddenValues: Set<string>): Record<string, unknown> {
+  function maskAttributes(type: string, attrs: Record<string, unknown> | null, secrets: string[]): Record<string, unknown> {
     const t = registry.get(type)
     if (!attrs) return {}
-    return Object.fromEntries(Object.entries(attrs).map(([k, v]) => [k, t?.attributes[k]?.secret || (typeof v === 'string' && hiddenValues.has(v)) ? MASK : v]))
+    return Object.fromEntries(Object.entries(attrs).map(([k, v]) => [k, t?.attributes[k]?.secret ? MASK : redact(v, secrets)]))
   }
 
-  function maskProperties(type: string, props: Record<string, unknown> | null, hiddenValues: Set<string>): Record<string, unknown> | null {
+  function maskProperties(type: string, props: Record<string, unknown> | null, secrets: string[]): Record<string, unknown> | null {
     if (!props) return null
     const t = registry.get(type)
-    return Object.fromEntries(Object.entries(props).map(([k, v]) => [k, t?.properties[k]?.secret || (typeof v === 'string' && hiddenValues.has(v)) ? MASK : v]))
+    return Object.fromEntries(Object.entries(props).map(([k, v]) => [k, t?.properties[k]?.secret ? MASK : redact(v, secrets)]))
   }
 
-  /** String values of hidden parameters: a property holding one is masked too. */
-  function hiddenValues(t: { template: Record<string, unknown>; parameters: Record<string, unknown> } | null): Set<string> {
+  /**
+   * Every form of every hidden parameter value any template of the stack was given (request,
+   * environment or default): rows, events and reasons of earlier templates may still hold old values.
+   */
+  async function stackSecrets(stackId: unknown): Promise<string[]> {
+    // Templates are only ever added: their count and newest time say whether the cached list still holds.
+    const { rows: [k] } = await pool.query(`SELECT count(*)::int AS n, max(created_at) AS at FROM raw_template WHERE stack_id = $1`, [stackId])
+    const key = `${k?.n}|${k?.at ? new Date(k.at).getTime() : ''}`
+    const cached = secretsCache.get(String(stackId))
+    if (cached?.key === key) return cached.secrets
+    const { rows } = await pool.query(
+      `SELECT template->'parameters' AS schemas, parameters, environment FROM raw_template
+        WHERE stack_id = $1 AND jsonb_path_exists(template, '$.parameters.* ? (@.hidden == true || @.hidden == "true")')`,
+      [stackId],
+    )
     const out = new Set<string>()
-    if (!t) return out
-    for (const [name, s] of Object.entries((t.template.parameters ?? {}) as Record<string, { hidden?: unknown; default?: unknown }>)) {
-      if (s?.hidden !== true && s?.hidden !== 'true') continue
-      const v = name in t.parameters ? t.parameters[name] : s.default
-      if (v !== undefined && v !== null && String(v).length > 0) out.add(String(v))
+    for (const r of rows) {
+      const env = (r.environment ?? {}) as Record<string, Record<string, unknown> | undefined>
+      hiddenForms(r.schemas, [r.parameters, env.parameters, env.parameter_defaults], out)
     }
-    return out
+    const secrets = secretList(out)
+    secretsCache.delete(String(stackId))
+    secretsCache.set(String(stackId), { key, secrets })
+    if (secretsCache.size > 1000) secretsCache.delete(secretsCache.keys().next().value as string)
+    return secrets
+  }
+
+  /** The environment as stored, with hidden parameters' entries masked. */
+  function maskEnvironment(t: { template: Record<string, unknown>; environment: Record<string, unknown> | null }, secrets: string[]): Record<string, unknown> {
+    const env = { ...((t.environment ?? {}) as Record<string, unknown>) }
+    const schemas = (t.template.parameters ?? {}) as Record<string, { hidden?: unknown } | null>
+    for (const section of ['parameters', 'parameter_defaults']) {
+      const values = env[section]
+      if (!values || typeof values !== 'object') continue
+      env[section] = Object.fromEntries(Object.entries(values as Record<string, unknown>).map(([k, v]) => [k, schemas[k]?.hidden === true || schemas[k]?.hidden === 'true' ? MASK : v]))
+    }
+    return redact(env, secrets)
   }
 
   async function outputs(stack: Record<string, unknown>): Promise<Record<string, ResolvedOutput>> {
@@ -124,7 +155,7 @@ export function createReadService(pool: pg.Pool, registry: Registry) {
     try {
       def = buildDefinition(parseTemplate(t.source), { environment: parseEnvironment(t.environment), parameters: t.parameters, stackName: String(stack.name), stackId: String(stack.id), projectId: String(stack.project_id) })
     } catch (err) {
-      return { _error: { value: null, error: (err as Error).message } }
+      return { _error: { value: null, error: redact((err as Error).message, await stackSecrets(stack.id)) } }
     }
     const { rows } = await pool.query(
       `SELECT DISTINCT ON (name) name, type, physical_id, attributes FROM resource
@@ -137,9 +168,7 @@ export function createReadService(pool: pg.Pool, registry: Registry) {
       getResource: (n) => byName.get(n)?.physical_id ?? null,
       getAttr: (n, a) => (byName.get(n)?.attributes as Record<string, unknown> | null)?.[a] ?? null,
     })
-    const hidden = hiddenValues(t)
-    for (const o of Object.values(resolved)) if (typeof o.value === 'string' && hidden.has(o.value)) o.value = MASK
-    return resolved
+    return redact(resolved, await stackSecrets(stack.id))
   }
 
   return {
@@ -179,8 +208,9 @@ export function createReadService(pool: pg.Pool, registry: Registry) {
       const s = await stackRow(actor, ref)
       const { rows } = await pool.query(`SELECT p.* FROM stack s ${PROGRESS_SQL} WHERE s.id = $1`, [s.id])
       const t = await templateOf((s.raw_template_id as string | null) ?? null)
+      const secrets = await stackSecrets(s.id)
       return {
-        ...summary({ ...s, ...rows[0] }),
+        ...summary({ ...s, ...rows[0], status_reason: redact(String(s.status_reason), secrets) }),
         projectId: String(s.project_id),
         description: typeof t?.template?.description === 'string' ? (t.template.description as string) : '',
         timeoutMins: Number(s.timeout_mins),
@@ -197,13 +227,13 @@ export function createReadService(pool: pg.Pool, registry: Registry) {
       const s = await stackRow(actor, ref)
       const t = await templateOf((s.raw_template_id as string | null) ?? null)
       if (!t) throw new NotFoundError('the stack has no template')
-      return { source: String(t.source), template: t.template as Record<string, unknown>, environment: t.environment as Record<string, unknown>, parameters: maskedParameters(t) }
+      // The template (its text and defaults) is returned as written, as Heat does; values given with requests are not.
+      return { source: String(t.source), template: t.template as Record<string, unknown>, environment: maskEnvironment(t, await stackSecrets(s.id)), parameters: maskedParameters(t) }
     },
 
     async resources(actor: Actor, ref: string, opts: { all?: boolean } = {}) {
       const s = await stackRow(actor, ref)
-      const t = await templateOf((s.raw_template_id as string | null) ?? null)
-      const hidden = hiddenValues(t)
+      const secrets = await stackSecrets(s.id)
       const { rows } = await pool.query(
         `SELECT r.*, CASE WHEN w.id IS NULL THEN NULL ELSE w.hostname || ':' || w.pid END AS worker_name FROM resource r LEFT JOIN worker w ON w.id = r.engine_id
           WHERE r.stack_id = $1 ${opts.all ? '' : `AND NOT (r.action = 'DELETE' AND r.status = 'COMPLETE')`} ORDER BY r.name, r.id`,
@@ -216,10 +246,10 @@ export function createReadService(pool: pg.Pool, registry: Registry) {
         type: String(r.type),
         action: String(r.action),
         status: String(r.status),
-        statusReason: String(r.status_reason),
+        statusReason: redact(String(r.status_reason), secrets),
         physicalId: (r.physical_id as string | null) ?? null,
-        properties: maskProperties(String(r.type), r.properties, hidden),
-        attributes: maskAttributes(String(r.type), r.attributes, hidden),
+        properties: maskProperties(String(r.type), r.properties, secrets),
+        attributes: maskAttributes(String(r.type), r.attributes, secrets),
         requires: (r.requires as number[]) ?? [],
         replaces: (r.replaces as number | null) ?? null,
         replacedBy: (r.replaced_by as number | null) ?? null,
@@ -246,6 +276,7 @@ export function createReadService(pool: pg.Pool, registry: Registry) {
       }
       args.push(q.limit)
       const { rows } = await pool.query(`SELECT * FROM event WHERE ${where.join(' AND ')} ORDER BY seq LIMIT $${args.length}`, args)
+      const secrets = rows.length ? await stackSecrets(s.id) : []
       const events = rows.map((r) => ({
         seq: Number(r.seq),
         traversalId: (r.traversal_id as string | null) ?? null,
@@ -255,8 +286,8 @@ export function createReadService(pool: pg.Pool, registry: Registry) {
         physicalId: (r.physical_id as string | null) ?? null,
         action: (r.action as string | null) ?? null,
         status: (r.status as string | null) ?? null,
-        reason: String(r.reason),
-        data: (r.data as Record<string, unknown> | null) ?? null,
+        reason: redact(String(r.reason), secrets),
+        data: redact((r.data as Record<string, unknown> | null) ?? null, secrets),
         at: iso(r.created_at)!,
       }))
       return { stackId: String(s.id), lastSeq: Number(s.event_seq), events }
@@ -269,6 +300,7 @@ export function createReadService(pool: pg.Pool, registry: Registry) {
            FROM traversal WHERE stack_id = $1 ORDER BY started_at DESC, id`,
         [s.id],
       )
+      const secrets = await stackSecrets(s.id)
       return rows.map((r) => ({
         id: String(r.id),
         action: String(r.action),
@@ -278,9 +310,9 @@ export function createReadService(pool: pg.Pool, registry: Registry) {
         deadline: iso(r.deadline)!,
         endedAt: iso(r.ended_at),
         outcome: (r.outcome as string | null) ?? null,
-        outcomeReason: String(r.outcome_reason),
+        outcomeReason: redact(String(r.outcome_reason), secrets),
         supersededBy: (r.superseded_by_id as string | null) ?? null,
-        failureReason: (r.failure_reason as string | null) ?? null,
+        failureReason: redact((r.failure_reason as string | null) ?? null, secrets),
         nodeCount: Number(r.node_count),
         current: r.id === s.current_traversal_id,
       }))

@@ -8,6 +8,7 @@ import { TemplateError, type Environment, type ParsedTemplate, type StackDefinit
 import { buildDefinition, parseEnvironment, parseTemplate } from '../template'
 import type { TraversalPlan } from '../db/queries/traversal'
 import { LimitError, ValidationError } from './errors'
+import { hiddenValues, redactText, secretList } from './secrets'
 
 export interface Submission {
   /** Template text (YAML or JSON) or an already-parsed object. */
@@ -64,8 +65,9 @@ export function checkSubmission(sub: Submission, ctx: CheckContext): CheckedSubm
   if (bytes > ctx.limits.maxTemplateBytes) {
     throw new LimitError(`the template is ${bytes} bytes; the limit is ${ctx.limits.maxTemplateBytes}`, 'template_bytes', ctx.limits.maxTemplateBytes)
   }
+  let template: ParsedTemplate | undefined
   try {
-    const template = parseTemplate(source, { maxBytes: ctx.limits.maxTemplateBytes })
+    template = parseTemplate(source, { maxBytes: ctx.limits.maxTemplateBytes })
     const environment = parseEnvironment(sub.environment)
     const definition = buildDefinition(template, {
       environment,
@@ -88,12 +90,29 @@ export function checkSubmission(sub: Submission, ctx: CheckContext): CheckedSubm
     }
   } catch (err) {
     if (err instanceof TemplateError) {
+      // A message may quote a value (`Value '…' is not a number`): never a hidden parameter's.
+      const secrets = submissionSecrets(template, sub)
+      const clean = (m: string) => redactText(m, secrets)
       const limit = err.issues.find((i) => i.code === 'limit')
-      if (limit) throw new LimitError(limit.message, 'resources_per_stack', ctx.limits.maxResourcesPerStack)
-      throw new ValidationError(err.message, err.issues)
+      if (limit) throw new LimitError(clean(limit.message), 'resources_per_stack', ctx.limits.maxResourcesPerStack)
+      throw new ValidationError(clean(err.message), err.issues.map((i) => ({ ...i, message: clean(i.message) })))
     }
     throw err
   }
+}
+
+/** Hidden parameters' values in a submission (request, environment, defaults), for masking messages. */
+function submissionSecrets(template: ParsedTemplate | undefined, sub: Submission): string[] {
+  if (!template) return []
+  let env: Record<string, unknown> = {}
+  try {
+    const e = parseEnvironment(sub.environment)
+    env = { parameters: e.parameters, parameter_defaults: e.parameterDefaults }
+  } catch {
+    if (sub.environment && typeof sub.environment === 'object') env = sub.environment
+  }
+  const section = (k: string) => (env[k] && typeof env[k] === 'object' ? (env[k] as Record<string, unknown>) : undefined)
+  return secretList(hiddenValues(template.parameters, [sub.parameters, section('parameters'), section('parameter_defaults')]))
 }
 
 export function environmentToJson(env: Environment): Record<string, unknown> {

@@ -30,6 +30,16 @@ const DELETION_POLICIES: Record<string, ResourceSnippet['deletionPolicy']> = {
 const PY_TRUE = { identify: (v: unknown) => v === true, default: true, tag: 'tag:yaml.org,2002:bool', test: /^(?:[Yy]es|YES|[Tt]rue|TRUE|[Oo]n|ON)$/, resolve: () => true }
 const PY_FALSE = { identify: (v: unknown) => v === false, default: true, tag: 'tag:yaml.org,2002:bool', test: /^(?:[Nn]o|NO|[Ff]alse|FALSE|[Oo]ff|OFF)$/, resolve: () => false }
 
+/**
+ * The yaml package's YAML 1.1 floats accept a mantissa without digits (`e0`, `E5`, `-e3`, `.`), which
+ * it resolves to NaN: a resource named `e0` became "NaN". PyYAML's floats have at least one digit.
+ */
+function withDigit<T>(t: T): T {
+  const tag = t as { tag?: string; test?: RegExp }
+  if (tag.tag !== 'tag:yaml.org,2002:float' || !tag.test || /inf|nan/i.test(tag.test.source)) return t // (.inf and .nan have no digit)
+  return { ...tag, test: new RegExp(tag.test.source.replace(/^\^/, '^(?=[-+]?[0-9_.]*[0-9])')) } as T
+}
+
 export const isMap = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
 
 /** Read YAML/JSON text into a plain value with its position index; syntax errors throw TemplateError. */
@@ -44,7 +54,7 @@ export function readYaml(source: string, prefix: PathPart[] = []): { value: unkn
       // PyYAML (which Heat uses) reads yes/no/on/off as booleans but not y/n: `{ get_param: n }` names a parameter.
       { ...PY_TRUE },
       { ...PY_FALSE },
-      ...tags.filter((t) => (typeof t === 'object' ? t.tag !== 'tag:yaml.org,2002:timestamp' && t.tag !== 'tag:yaml.org,2002:bool' : true)),
+      ...tags.filter((t) => (typeof t === 'object' ? t.tag !== 'tag:yaml.org,2002:timestamp' && t.tag !== 'tag:yaml.org,2002:bool' : true)).map((t) => (typeof t === 'object' ? withDigit(t) : t)),
     ],
   })
   if (doc.errors.length) {

@@ -1,105 +1,143 @@
 /**
- * Isolation and auth, route by route: every Kiln route (from the OpenAPI
- * document, so a new route is covered the day it is added) and every Heat
- * route, tried with no token, a malformed one, an expired one, a revoked one
- * and another project's token; CSRF attempts with a session cookie; sockets
- * with bad credentials; and a hidden parameter's value searched for in every
- * response, socket event and worker log line. Everything must fail closed.
+ * Isolation and authentication, route by route. The routes are not listed by
+ * hand: Kiln's come from /api/openapi.json (checked against the router, so a
+ * route missing from the document fails here too) and Heat's from the router
+ * the server mounts. Every route is tried
+ *
+ *   - with no token, a malformed one, an unknown well-formed one, an expired
+ *     one (created expired, and expired by SQL after it worked), a revoked one
+ *     (through DELETE /api/tokens/{id}, and by SQL), through X-Auth-Token and
+ *     Authorization: Bearer, and with a session cookie whose token was revoked
+ *     or whose session expired: 401, and nothing written;
+ *   - with project B's token against project A's stack: 404 with exactly the
+ *     body a missing stack gets (on the Heat API under B's project path; under
+ *     A's project path every route is 403, whatever the stack);
+ *   - with a session cookie but no X-CSRF-Token header, a wrong one, or the
+ *     right one from a foreign Origin: 403 for every state-changing route.
+ *
+ * Socket.IO: `stack:subscribe` with each bad credential, another project's
+ * token, a cookie from a foreign Origin, and a token revoked after connecting.
+ * Finally a stack whose hidden parameters flow into properties, attributes,
+ * outputs (directly and inside strings, lists and maps), a failure reason, an
+ * environment and stale rows of earlier templates: the value is searched for
+ * in every GET route of the stack (Kiln and Heat, redirects followed), the
+ * socket stream and the worker logs.
  */
 import crypto from 'node:crypto'
-import { io as connect } from 'socket.io-client'
+import { io as connect, type Socket } from 'socket.io-client'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import type { ApiDeps } from '../../lib/api/deps'
+import { heatRoutes as registerHeatRoutes } from '../../lib/api/heat-routes'
+import { Router } from '../../lib/api/http'
+import { kilnRoutes as registerKilnRoutes } from '../../lib/api/kiln-routes'
 import { createToken } from '../../lib/auth/tokens'
-import { makeProject, startApiServer, type ApiServer } from '../helpers/api-server'
+import type { Principal } from '../../lib/services/accounts'
+import { startApiServer, type ApiServer } from '../helpers/api-server'
 import { TestCluster } from '../helpers/cluster'
 import { testDatabase, type TestDatabase } from '../helpers/db'
 
-const SECRET = `s3cr3t-${crypto.randomBytes(6).toString('hex')}`
-const TEMPLATE = `heat_template_version: 2018-08-31
-parameters:
-  password:
-    type: string
-    hidden: true
-    default: changeme
+interface RouteDef {
+  method: string
+  /** `/api/stacks/{stack}` style */
+  path: string
+  public: boolean
+}
+
+/** The routes the API really serves: registered on a router exactly as createApi does (handlers are not run). */
+function registered(): RouteDef[] {
+  const router = new Router<Principal>()
+  registerKilnRoutes({} as ApiDeps, router)
+  registerHeatRoutes({} as ApiDeps, router)
+  return router.routes.map((r) => {
+    let i = 0
+    const path = r.pattern.source
+      .replace(/^\^/, '')
+      .replace(/\\?\/\?\$$/, '')
+      .replace(/\(\[\^\\?\/\]\+\)/g, () => `{${r.keys[i++]}}`)
+      .replace(/\\(.)/g, '$1')
+    return { method: r.method, path, public: r.public }
+  })
+}
+
+const fill = (path: string, values: Record<string, string>) =>
+  path.replace(/\{(\w+)\}/g, (_, k: string) => {
+    if (!(k in values)) throw new Error(`no value for {${k}} in ${path}`)
+    return encodeURIComponent(values[k]!)
+  })
+
+const TEMPLATE = (value: string) => `heat_template_version: 2018-08-31
 resources:
   holder:
     type: OS::Heat::TestResource
     properties:
-      value: { get_param: password }
-  plain:
-    type: OS::Heat::TestResource
-    properties:
-      value: visible
+      value: ${value}
 outputs:
-  leaked:
+  out:
     value: { get_attr: [holder, output] }
 `
+
+/** A body each route accepts, so that what decides the answer is who asks, not what is sent. */
+function bodyFor(method: string, path: string): unknown {
+  if (method === 'GET' || method === 'DELETE') return undefined
+  const tail = path.split('/').at(-1)!
+  const heat = path.startsWith('/v1/')
+  if (path === '/api/session') return { token: 'replaced per credential' }
+  if (path === '/api/tokens') return { name: `t-${crypto.randomBytes(3).toString('hex')}` }
+  if (path === '/api/projects') return { name: `p-${crypto.randomBytes(3).toString('hex')}` }
+  if (path === '/api/templates/validate' || tail === 'validate') return { template: TEMPLATE('v') }
+  if (path === '/api/stacks') return { name: `n-${crypto.randomBytes(3).toString('hex')}`, template: TEMPLATE('n') }
+  if (heat && path.endsWith('/stacks')) return { stack_name: `h-${crypto.randomBytes(3).toString('hex')}`, template: TEMPLATE('h') }
+  if (tail === 'cancel') return { rollback: false }
+  if (tail === 'rollback' || tail === 'check') return {}
+  if (tail === 'actions') return { check: null }
+  if (method === 'PATCH') return { parameters: {} }
+  return { template: TEMPLATE('u') }
+}
 
 let db: TestDatabase
 let c: TestCluster
 let api: ApiServer
-let stackId = ''
-let stackName = ''
-const socketEvents: string[] = []
+const routes: { kiln: RouteDef[]; heat: RouteDef[] } = { kiln: [], heat: [] }
+/** Project A's stack that everything below tries to reach. */
+const target = { id: '', name: '', traversalId: '' }
+/** A stack of project B, for cross-project traversal ids. */
+let bStackId = ''
 
-/** Kiln routes from the OpenAPI document, path parameters filled in. */
-async function kilnRoutes(fill: Record<string, string>): Promise<{ method: string; path: string; public: boolean }[]> {
-  const doc = (await api.call('GET', '/api/openapi.json', { token: null })).body as { paths: Record<string, Record<string, { security?: unknown[] }>> }
-  const out: { method: string; path: string; public: boolean }[] = []
-  for (const [p, ops] of Object.entries(doc.paths)) {
-    for (const [method, op] of Object.entries(ops)) {
-      const path = p.replace(/\{(\w+)\}/g, (_, k: string) => fill[k] ?? crypto.randomUUID())
-      out.push({ method: method.toUpperCase(), path, public: Array.isArray(op.security) && op.security.length === 0 })
-    }
-  }
-  return out
+/** Everything a request could have written. */
+async function snapshot(): Promise<Record<string, unknown>> {
+  const { rows } = await c.db.pool.query(
+    `SELECT (SELECT count(*) FROM stack)::int AS stacks, (SELECT count(*) FROM stack WHERE deleted_at IS NOT NULL)::int AS deleted,
+            (SELECT count(*) FROM raw_template)::int AS templates, (SELECT count(*) FROM traversal)::int AS traversals,
+            (SELECT count(*) FROM api_token)::int AS tokens, (SELECT count(*) FROM api_token WHERE revoked_at IS NOT NULL)::int AS revoked,
+            (SELECT count(*) FROM project)::int AS projects, (SELECT count(*) FROM session)::int AS sessions,
+            (SELECT string_agg(id::text || ':' || action || '_' || status || ':' || coalesce(current_traversal_id::text, '-'), ',' ORDER BY id) FROM stack) AS states`,
+  )
+  return rows[0]
 }
 
-/** Every Heat route, for one project id and stack. */
-function heatRoutes(project: string, name: string, id: string): { method: string; path: string }[] {
-  const s = `/v1/${project}/stacks/${name}/${id}`
-  return [
-    ['GET', `/v1/${project}/stacks`], ['POST', `/v1/${project}/stacks`], ['POST', `/v1/${project}/validate`],
-    ['GET', `/v1/${project}/resource_types`], ['GET', `/v1/${project}/resource_types/OS::Heat::None`],
-    ['GET', `/v1/${project}/stacks/${name}`], ['GET', `/v1/${project}/stacks/${name}/resources`], ['GET', `/v1/${project}/stacks/${name}/events`],
-    ['GET', `/v1/${project}/stacks/${name}/template`], ['GET', `/v1/${project}/stacks/${name}/outputs`], ['DELETE', `/v1/${project}/stacks/${name}`],
-    ['PUT', `/v1/${project}/stacks/${name}`], ['PATCH', `/v1/${project}/stacks/${name}`], ['POST', `/v1/${project}/stacks/${name}/actions`],
-    ['GET', s], ['PUT', s], ['PATCH', s], ['DELETE', s], ['PUT', `${s}/preview`], ['POST', `${s}/actions`], ['GET', `${s}/template`],
-    ['GET', `${s}/outputs`], ['GET', `${s}/outputs/leaked`], ['GET', `${s}/resources`], ['GET', `${s}/resources/holder`], ['GET', `${s}/events`],
-    ['GET', `${s}/resources/holder/events`],
-  ].map(([method, path]) => ({ method: method!, path: path! }))
+async function login(token: string): Promise<{ cookie: string; csrfToken: string }> {
+  const res = await fetch(`${api.url}/api/session`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token }) })
+  expect(res.status).toBe(200)
+  const cookie = res.headers.get('set-cookie')!.split(';')[0]!
+  expect(cookie).toMatch(/^kiln_session=./)
+  return { cookie, csrfToken: ((await res.json()) as { csrfToken: string }).csrfToken }
 }
-
-/** A body each route accepts, so that what decides the answer is who asks, not what is sent. */
-const bodyFor = (method: string, path = '') =>
-  method === 'GET' || method === 'DELETE'
-    ? undefined
-    : path.endsWith('/cancel')
-      ? { rollback: true }
-      : path.endsWith('/actions')
-        ? { check: null }
-        : /\/api\/stacks\/[^/]+(\/preview)?$/.test(path)
-          ? { template: TEMPLATE }
-          : { template: TEMPLATE, name: 'x' }
 
 beforeAll(async () => {
   db = await testDatabase()
-  c = await TestCluster.start(db.url, { workers: 1, leaseMs: 2000, env: { KILN_LOG_LEVEL: 'debug' } })
+  c = await TestCluster.start(db.url, { workers: 2, leaseMs: 2000, env: { KILN_LOG_LEVEL: 'debug' } })
   api = await startApiServer(c)
-  const created = await api.call('POST', '/api/stacks', { body: { name: `iso-${crypto.randomBytes(3).toString('hex')}`, template: TEMPLATE, parameters: { password: SECRET } } })
+  const all = registered()
+  routes.kiln = all.filter((r) => r.path.startsWith('/api/'))
+  routes.heat = all.filter((r) => r.path.startsWith('/v1/'))
+  const created = await api.call('POST', '/api/stacks', { body: { name: `iso-${crypto.randomBytes(3).toString('hex')}`, template: TEMPLATE('a') } })
   expect(created.status).toBe(201)
-  stackId = created.body.stack.id
-  stackName = created.body.stack.name
-  expect(await c.settle(stackId)).toBe('CREATE_COMPLETE')
-  // Then an update watched from its start: every event it sends over the socket is searched too.
-  const s = connect(api.url, { transports: ['websocket'], auth: { token: api.a.token } })
-  s.on('stack:events', (m: unknown) => socketEvents.push(JSON.stringify(m)))
-  await new Promise<void>((resolve) => s.on('connect', () => s.emit('stack:subscribe', stackId, () => resolve())))
-  const updated = await api.call('PATCH', `/api/stacks/${stackId}`, { body: { parameters: { password: `${SECRET}-2` } } })
-  expect(updated.status).toBe(202)
-  expect(await c.settle(stackId)).toBe('UPDATE_COMPLETE')
-  await c.waitFor(async () => socketEvents.some((e) => e.includes('UPDATE') && e.includes('COMPLETE')), 10_000, 'the update events on the socket')
-  s.close()
+  Object.assign(target, { id: created.body.stack.id, name: created.body.stack.name, traversalId: created.body.traversalId })
+  expect(await c.settle(target.id)).toBe('CREATE_COMPLETE')
+  const bs = await api.call('POST', '/api/stacks', { token: api.b.token, body: { name: 'b-own', template: TEMPLATE('b') } })
+  expect(bs.status).toBe(201)
+  bStackId = bs.body.stack.id
+  expect(await c.settle(bStackId)).toBe('CREATE_COMPLETE')
 }, 120_000)
 
 afterAll(async () => {
@@ -108,127 +146,497 @@ afterAll(async () => {
   await db?.drop()
 })
 
+describe('the route list', () => {
+  test('the OpenAPI document lists exactly the Kiln routes the router serves', async () => {
+    const doc = (await api.call('GET', '/api/openapi.json', { token: null })).body as { paths: Record<string, Record<string, { security?: unknown[] }>> }
+    const documented = Object.entries(doc.paths).flatMap(([p, ops]) => Object.entries(ops).map(([m, op]) => `${m.toUpperCase()} ${p}${Array.isArray(op.security) && op.security.length === 0 ? ' (public)' : ''}`))
+    const served = routes.kiln.map((r) => `${r.method} ${r.path}${r.public ? ' (public)' : ''}`)
+    expect(documented.sort()).toEqual(served.sort())
+    expect(routes.kiln.length).toBeGreaterThanOrEqual(28)
+    expect(routes.heat.length).toBeGreaterThanOrEqual(31)
+  })
+})
+
 describe('every route fails closed', () => {
-  test('without a token, with a malformed, an expired or a revoked token: 401 (public routes excepted)', async () => {
-    const expired = await createToken(c.db.pool, api.a.projectId, 'expired', { role: 'admin', expiresAt: new Date(Date.now() - 60_000) })
-    const revoked = await createToken(c.db.pool, api.a.projectId, 'revoked', { role: 'admin' })
-    expect((await api.call('DELETE', `/api/tokens/${revoked.id}`)).status).toBe(204)
-    const routes = [...(await kilnRoutes({ stack: stackId, traversal: 'current', token: revoked.id, type: 'OS::Heat::None' })), ...heatRoutes(api.a.projectId, stackName, stackId).map((r) => ({ ...r, public: false }))]
-    expect(routes.length).toBeGreaterThan(50)
+  test('no token, malformed, unknown, expired, revoked (API and SQL), expired later: 401 on every route, through both headers, and nothing written', async () => {
+    const pool = c.db.pool
+    const expired = await createToken(pool, api.a.projectId, 'expired', { role: 'admin', expiresAt: new Date(Date.now() - 60_000) })
+    const lapsed = await createToken(pool, api.a.projectId, 'lapsed', { role: 'admin' })
+    const revokedApi = await createToken(pool, api.a.projectId, 'revoked-api', { role: 'admin' })
+    const revokedSql = await createToken(pool, api.a.projectId, 'revoked-sql', { role: 'admin' })
+    // each worked before it stopped working: the 401s below are about expiry and revocation
+    for (const t of [lapsed, revokedApi, revokedSql]) expect((await api.call('GET', `/api/stacks/${target.id}`, { token: t.secret })).status).toBe(200)
+    await pool.query(`UPDATE api_token SET expires_at = now() - interval '1 second' WHERE id = $1`, [lapsed.id])
+    expect((await api.call('DELETE', `/api/tokens/${revokedApi.id}`)).status).toBe(204)
+    await pool.query(`UPDATE api_token SET revoked_at = now() WHERE id = $1`, [revokedSql.id])
+    const victim = await createToken(pool, api.a.projectId, 'victim', { role: 'member' }) // what DELETE /api/tokens/{token} would revoke
+
+    const credentials: [string, string | null][] = [
+      ['none', null],
+      ['malformed', 'not a token'],
+      ['empty-ish', ' '],
+      ['unknown', `kiln_${crypto.randomBytes(32).toString('base64url')}`],
+      ['overlong', `kiln_${'x'.repeat(5000)}`],
+      ['expired', expired.secret],
+      ['expired later', lapsed.secret],
+      ['revoked (API)', revokedApi.secret],
+      ['revoked (SQL)', revokedSql.secret],
+    ]
+    const values = { stack: target.id, traversal: target.traversalId, token: victim.id, type: 'OS::Heat::TestResource', project: api.a.projectId, name: target.name, id: target.id, resource: 'holder', key: 'out' }
+    const before = await snapshot()
     const failures: string[] = []
-    for (const r of routes) {
-      for (const [label, token] of [['none', null], ['malformed', 'not a token'], ['expired', expired.secret], ['revoked', revoked.secret]] as const) {
-        const res = await api.call(r.method, r.path, { token, body: bodyFor(r.method, r.path) })
-        const want = r.public ? res.status < 500 && res.status !== 401 : res.status === 401
-        if (!want) failures.push(`${label} ${r.method} ${r.path} -> ${res.status}`)
-        if (res.text.includes(SECRET)) failures.push(`${label} ${r.method} ${r.path} leaked the secret`)
+    let tried = 0
+    for (const r of [...routes.kiln, ...routes.heat]) {
+      const path = fill(r.path, values)
+      for (const [label, secret] of credentials) {
+        for (const via of ['x-auth-token', 'bearer'] as const) {
+          if (via === 'bearer' && secret === null) continue
+          const headers: Record<string, string> = secret === null ? {} : via === 'x-auth-token' ? { 'x-auth-token': secret } : { authorization: `Bearer ${secret}` }
+          let body = bodyFor(r.method, r.path)
+          if (r.path === '/api/session' && r.method === 'POST') body = { token: secret ?? '' } // login with the bad token itself
+          const res = await api.call(r.method, path, { token: null, headers, body })
+          tried++
+          const where = `${label} via ${via}: ${r.method} ${path} -> ${res.status} ${res.text.slice(0, 120)}`
+          if (r.public && !(r.method === 'POST' && r.path === '/api/session')) {
+            if (res.status >= 400) failures.push(`public route refused: ${where}`)
+            continue
+          }
+          const loginBodyRejected = r.path === '/api/session' && r.method === 'POST' && secret !== null && secret.length <= 200 && res.status === 401
+          const loginRejectedBySchema = r.path === '/api/session' && r.method === 'POST' && (secret === null || secret.trim() === '' || secret.length > 200) && res.status === 400
+          if (res.status !== 401 && !loginBodyRejected && !loginRejectedBySchema) failures.push(where)
+          if (res.status === 401) {
+            // the error body says so, in the API's own format
+            const code = path.startsWith('/v1/') ? res.body?.error?.type : res.body?.error?.code
+            if (code !== (path.startsWith('/v1/') ? 'HTTPUnauthorized' : 'unauthorized')) failures.push(`${where}: body ${res.text.slice(0, 120)}`)
+          }
+          if (res.headers.get('set-cookie')) failures.push(`${where}: set a cookie`)
+        }
       }
     }
     expect(failures).toEqual([])
-    // none of those requests wrote anything
-    const { rows } = await c.db.pool.query(`SELECT count(*)::int AS n FROM stack`)
-    expect(rows[0].n).toBe(1)
+    expect(await snapshot()).toEqual(before)
+    // ... and the victim token still works: nothing was revoked by the refused DELETEs
+    expect((await api.call('GET', '/api/session', { token: victim.secret })).status).toBe(200)
+    expect(tried).toBeGreaterThan(800)
+    console.log(`isolation: ${routes.kiln.length} Kiln + ${routes.heat.length} Heat routes x ${credentials.length} bad credentials x 2 headers = ${tried} requests, all refused`)
   })
 
-  test("another project's token: the first project's stack is indistinguishable from a missing one", async () => {
-    const missing = crypto.randomUUID()
-    const routes = (await kilnRoutes({ stack: stackId, traversal: 'current', type: 'OS::Heat::None' })).filter((r) => r.path.includes(stackId))
-    expect(routes.length).toBeGreaterThan(12)
-    const failures: string[] = []
-    for (const r of routes) {
-      const theirs = await api.call(r.method, r.path, { token: api.b.token, body: bodyFor(r.method, r.path) })
-      const none = await api.call(r.method, r.path.replace(stackId, missing), { token: api.b.token, body: bodyFor(r.method, r.path) })
-      if (theirs.status !== 404 || none.status !== 404) failures.push(`${r.method} ${r.path}: ${theirs.status} (missing: ${none.status})`)
-      if (theirs.text.replaceAll(stackId, '').replaceAll(missing, '') !== none.text.replaceAll(missing, '').replaceAll(stackId, '')) failures.push(`${r.method} ${r.path}: body differs from a missing stack's`)
-      if (theirs.text.includes(stackName)) failures.push(`${r.method} ${r.path}: names the stack`)
+  test('a session cookie stops working when its token is revoked or expires, or the session expires', async () => {
+    const pool = c.db.pool
+    const cases = {
+      revoked: await createToken(pool, api.a.projectId, 'cookie-revoked', { role: 'admin' }),
+      expired: await createToken(pool, api.a.projectId, 'cookie-expired', { role: 'admin' }),
+      session: await createToken(pool, api.a.projectId, 'cookie-session', { role: 'admin' }),
+      logout: await createToken(pool, api.a.projectId, 'cookie-logout', { role: 'admin' }),
     }
-    // Heat: B's token on A's project path, and on its own path naming A's stack.
-    for (const r of [...heatRoutes(api.a.projectId, stackName, stackId), ...heatRoutes(api.b.projectId, stackName, stackId)]) {
-      const res = await api.call(r.method, r.path, { token: api.b.token, body: bodyFor(r.method, r.path) })
-      const ownList = r.method === 'GET' && (r.path.endsWith(`/v1/${api.b.projectId}/stacks`) || r.path.includes('/resource_types'))
-      const ownWrite = r.path.startsWith(`/v1/${api.b.projectId}/`) && ((r.method === 'POST' && (r.path.endsWith('/stacks') || r.path.endsWith('/validate'))))
-      if (ownList || ownWrite) continue
-      if (![401, 403, 404].includes(res.status)) failures.push(`heat ${r.method} ${r.path} -> ${res.status}`)
-      if (res.text.includes(stackName) && !r.path.includes(stackName)) failures.push(`heat ${r.method} ${r.path}: names the stack`)
-      if (res.text.includes(SECRET)) failures.push(`heat ${r.method} ${r.path}: leaked the secret`)
+    const cookies: Record<string, { cookie: string; csrfToken: string }> = {}
+    for (const [k, t] of Object.entries(cases)) {
+      cookies[k] = await login(t.secret)
+      expect((await api.call('GET', '/api/session', { token: null, headers: { cookie: cookies[k]!.cookie } })).status, k).toBe(200)
+    }
+    expect((await api.call('DELETE', `/api/tokens/${cases.revoked.id}`)).status).toBe(204)
+    await pool.query(`UPDATE api_token SET expires_at = now() - interval '1 second' WHERE id = $1`, [cases.expired.id])
+    await pool.query(`UPDATE session SET expires_at = now() - interval '1 second' WHERE token_id = $1`, [cases.session.id])
+    const out = await api.call('DELETE', '/api/session', { token: null, headers: { cookie: cookies.logout!.cookie, 'x-csrf-token': cookies.logout!.csrfToken } })
+    expect(out.status).toBe(204)
+    const before = await snapshot()
+    const failures: string[] = []
+    for (const [k, { cookie, csrfToken }] of Object.entries(cookies)) {
+      for (const r of routes.kiln.filter((x) => !x.public)) {
+        const path = fill(r.path, { stack: target.id, traversal: 'current', token: cases.logout.id, type: 'OS::Heat::None' })
+        const res = await api.call(r.method, path, { token: null, headers: { cookie, 'x-csrf-token': csrfToken, origin: api.url }, body: bodyFor(r.method, r.path) })
+        if (res.status !== 401) failures.push(`${k}: ${r.method} ${path} -> ${res.status}`)
+      }
     }
     expect(failures).toEqual([])
-    expect((await c.stack(stackId)).status).toBe('COMPLETE') // nothing B did touched it
+    expect(await snapshot()).toEqual(before)
+  })
+})
+
+describe("another project's stack is indistinguishable from a missing one", () => {
+  /** A response with the ids and names that differ between the two requests replaced. */
+  const normal = (text: string, ...refs: string[]) => refs.reduce((t, r) => t.replaceAll(r, '<ref>').replaceAll(encodeURIComponent(r), '<ref>'), text)
+
+  test('Kiln routes, by id and by name, with B’s token: 404 with the body of a missing stack; nothing written', async () => {
+    const stackRoutes = routes.kiln.filter((r) => r.path.includes('{stack}'))
+    expect(stackRoutes.length).toBeGreaterThanOrEqual(14)
+    const before = await snapshot()
+    const failures: string[] = []
+    const missingId = crypto.randomUUID()
+    const missingName = `no-such-${crypto.randomBytes(3).toString('hex')}`
+    for (const r of stackRoutes) {
+      for (const [theirs, missing] of [[target.id, missingId], [target.name, missingName]] as const) {
+        for (const traversal of ['current', target.traversalId]) {
+          const body = bodyFor(r.method, r.path)
+          const a = await api.call(r.method, fill(r.path, { stack: theirs, traversal }), { token: api.b.token, body })
+          const m = await api.call(r.method, fill(r.path, { stack: missing, traversal }), { token: api.b.token, body })
+          const where = `${r.method} ${fill(r.path, { stack: theirs, traversal })}`
+          if (a.status !== 404 || m.status !== 404) failures.push(`${where}: ${a.status} (missing: ${m.status})`)
+          if (normal(a.text, theirs, target.traversalId) !== normal(m.text, missing, target.traversalId)) failures.push(`${where}: ${a.text} differs from ${m.text}`)
+          if (a.text.includes(target.id) && !where.includes(target.id)) failures.push(`${where}: reveals the id`)
+          if (!r.path.includes('{traversal}')) break
+        }
+      }
+    }
+    // A's traversal through B's own stack
+    const missingTraversal = crypto.randomUUID()
+    const g = await api.call('GET', `/api/stacks/${bStackId}/traversals/${target.traversalId}/graph`, { token: api.b.token })
+    const gm = await api.call('GET', `/api/stacks/${bStackId}/traversals/${missingTraversal}/graph`, { token: api.b.token })
+    expect([g.status, gm.status]).toEqual([404, 404])
+    expect(normal(g.text, target.traversalId)).toBe(normal(gm.text, missingTraversal))
+    const ev = await api.call('GET', `/api/stacks/${bStackId}/events?traversal=${target.traversalId}`, { token: api.b.token })
+    expect(ev.status).toBe(200)
+    expect(ev.body.events).toEqual([])
+    // B's lists and token routes show nothing of A's
+    const list = await api.call('GET', '/api/stacks?limit=500', { token: api.b.token })
+    expect(list.body.stacks.map((s: { id: string }) => s.id)).toEqual([bStackId])
+    expect((await api.call('GET', `/api/stacks?name=${target.name}`, { token: api.b.token })).body.stacks).toEqual([])
+    const tokens = await api.call('GET', '/api/tokens', { token: api.b.token })
+    expect(tokens.status).toBe(200)
+    const aTokens = (await c.db.pool.query(`SELECT id FROM api_token WHERE project_id = $1`, [api.a.projectId])).rows.map((r) => String(r.id))
+    expect(tokens.body.tokens.filter((t: { id: string }) => aTokens.includes(t.id))).toEqual([])
+    const revokeA = await api.call('DELETE', `/api/tokens/${aTokens[0]}`, { token: api.b.token })
+    const revokeMissing = await api.call('DELETE', `/api/tokens/${crypto.randomUUID()}`, { token: api.b.token })
+    expect([revokeA.status, revokeMissing.status]).toEqual([404, 404])
+    expect((await api.call('POST', '/api/projects', { token: api.b.token, body: { name: 'by-b' } })).status).toBe(403)
+    expect(failures).toEqual([])
+    expect(await snapshot()).toEqual(before)
+    expect((await api.call('GET', '/api/session')).status).toBe(200) // A's token survived B's attempt to revoke it
   })
 
-  test('CSRF: a session cookie without the header, with a wrong one, or from another origin cannot write', async () => {
-    const login = await fetch(`${api.url}/api/session`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token: api.a.token }) })
-    const cookie = login.headers.get('set-cookie')!.split(';')[0]!
-    const { csrfToken } = (await login.json()) as { csrfToken: string }
-    const traversalsBefore = (await c.db.pool.query(`SELECT count(*)::int AS n FROM traversal WHERE stack_id = $1`, [stackId])).rows[0].n as number
-    const write = (headers: Record<string, string>) =>
-      fetch(`${api.url}/api/stacks/${stackId}/check`, { method: 'POST', headers: { cookie, 'content-type': 'application/json', ...headers }, body: '{}' }).then((r) => r.status)
-    expect(await write({})).toBe(403)
-    expect(await write({ 'x-csrf-token': 'wrong' })).toBe(403)
-    expect(await write({ 'x-csrf-token': csrfToken, origin: 'http://evil.example' })).toBe(403)
-    expect((await c.db.pool.query(`SELECT count(*)::int AS n FROM traversal WHERE stack_id = $1`, [stackId])).rows[0].n).toBe(traversalsBefore)
-    // the same cookie, same origin, with the header: allowed (so the refusals above are about CSRF)
-    expect(await write({ 'x-csrf-token': csrfToken, origin: api.url })).toBe(202)
-    expect(await c.settle(stackId)).toBe('CHECK_COMPLETE')
+  test('Heat routes with B’s token: under B’s project 404 like a missing stack; under A’s project 403 for every route; nothing written', async () => {
+    const before = await snapshot()
+    const failures: string[] = []
+    const missingId = crypto.randomUUID()
+    const missingName = `no-such-${crypto.randomBytes(3).toString('hex')}`
+    let compared = 0
+    for (const r of routes.heat) {
+      const body = bodyFor(r.method, r.path)
+      const values = (project: string, name: string, id: string) => ({ project, name, id, resource: 'holder', key: 'out', type: 'OS::Heat::None' })
+      if (r.path.includes('{name}')) {
+        // under B's own project path, naming A's stack (by name, by id, and name + id)
+        for (const [theirs, missing] of [
+          [values(api.b.projectId, target.name, target.id), values(api.b.projectId, missingName, missingId)],
+          [values(api.b.projectId, target.id, target.id), values(api.b.projectId, missingId, missingId)],
+        ] as const) {
+          const a = await api.call(r.method, fill(r.path, theirs), { token: api.b.token, body })
+          const m = await api.call(r.method, fill(r.path, missing), { token: api.b.token, body })
+          compared++
+          const where = `${r.method} ${fill(r.path, theirs)}`
+          if (a.status !== 404 || m.status !== 404) failures.push(`${where}: ${a.status} (missing: ${m.status}) ${a.text.slice(0, 100)}`)
+          if (normal(a.text, target.name, target.id) !== normal(m.text, missingName, missingId)) failures.push(`${where}: ${a.text} differs from ${m.text}`)
+        }
+      }
+      // under A's project path: refused whatever is asked, the same for A's stack and a missing one
+      const a = await api.call(r.method, fill(r.path, values(api.a.projectId, target.name, target.id)), { token: api.b.token, body })
+      const m = await api.call(r.method, fill(r.path, values(api.a.projectId, missingName, missingId)), { token: api.b.token, body })
+      const where = `${r.method} ${fill(r.path, values(api.a.projectId, target.name, target.id))}`
+      if (a.status !== 403 || m.status !== 403) failures.push(`${where}: ${a.status} (missing: ${m.status})`)
+      if (normal(a.text, target.name, target.id) !== normal(m.text, missingName, missingId)) failures.push(`${where}: ${a.text} differs from ${m.text}`)
+      if (a.text.includes(target.name)) failures.push(`${where}: names the stack`)
+    }
+    const list = await api.call('GET', `/v1/${api.b.projectId}/stacks`, { token: api.b.token })
+    expect(list.status).toBe(200)
+    expect(list.body.stacks.map((s: { id: string }) => s.id)).toEqual([bStackId])
+    expect(failures).toEqual([])
+    expect(compared).toBeGreaterThan(40)
+    expect(await snapshot()).toEqual(before)
   })
+})
 
-  test('sockets: no credentials, a bad token or a foreign-origin cookie cannot connect; another project cannot join the room', async () => {
-    const attempt = (opts: Parameters<typeof connect>[1]) =>
-      new Promise<string>((resolve) => {
-        const s = connect(api.url, { transports: ['websocket'], reconnection: false, ...opts })
-        s.on('connect_error', (e) => (s.close(), resolve(`refused: ${e.message}`)))
-        s.on('connect', () => s.emit('stack:subscribe', stackId, (ack: { ok: boolean; error?: string }) => (s.close(), resolve(ack.ok ? 'joined' : `not joined: ${ack.error}`))))
-      })
-    const expired = await createToken(c.db.pool, api.a.projectId, 'expired2', { expiresAt: new Date(Date.now() - 1000) })
-    const login = await fetch(`${api.url}/api/session`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token: api.a.token }) })
-    const cookie = login.headers.get('set-cookie')!.split(';')[0]!
+describe('CSRF', () => {
+  test('a session cookie without the header, with a wrong one, or from a foreign Origin cannot change anything, on any route', async () => {
+    const { cookie, csrfToken } = await login(api.a.token)
+    const writes = routes.kiln.filter((r) => !r.public && r.method !== 'GET')
+    expect(writes.length).toBeGreaterThanOrEqual(13)
+    const victim = await createToken(c.db.pool, api.a.projectId, 'csrf-victim', { role: 'member' })
+    const attempts: [string, Record<string, string>][] = [
+      ['no header', {}],
+      ['no header, same origin', { origin: api.url }],
+      ['wrong header', { 'x-csrf-token': 'wrong' }],
+      ['empty header', { 'x-csrf-token': '' }],
+      ["another session's header", { 'x-csrf-token': (await login(api.a.token)).csrfToken }],
+      ['foreign origin', { 'x-csrf-token': csrfToken, origin: 'http://evil.example' }],
+      ['null origin', { 'x-csrf-token': csrfToken, origin: 'null' }],
+      ['look-alike origin', { 'x-csrf-token': csrfToken, origin: `${api.url}.evil.example` }],
+    ]
+    const before = await snapshot()
+    const failures: string[] = []
+    for (const r of writes) {
+      const path = fill(r.path, { stack: target.id, traversal: 'current', token: victim.id, type: 'OS::Heat::None' })
+      for (const [label, headers] of attempts) {
+        const res = await api.call(r.method, path, { token: null, headers: { cookie, ...headers }, body: bodyFor(r.method, r.path) })
+        if (res.status !== 403 || res.body?.error?.code !== 'csrf') failures.push(`${label}: ${r.method} ${path} -> ${res.status} ${res.text.slice(0, 100)}`)
+      }
+    }
+    // The Heat API takes tokens only: a cookie, even with its CSRF token, is no credential there.
+    for (const r of routes.heat) {
+      const path = fill(r.path, { project: api.a.projectId, name: target.name, id: target.id, resource: 'holder', key: 'out', type: 'OS::Heat::None' })
+      const res = await api.call(r.method, path, { token: null, headers: { cookie, 'x-csrf-token': csrfToken, origin: api.url }, body: bodyFor(r.method, r.path) })
+      if (res.status !== 401) failures.push(`heat with a cookie: ${r.method} ${path} -> ${res.status}`)
+    }
+    expect(failures).toEqual([])
+    expect(await snapshot()).toEqual(before)
+    // The same cookie with its header from the same origin is allowed: the refusals above are about CSRF.
+    const ok = await api.call('POST', `/api/stacks/${target.id}/check`, { token: null, headers: { cookie, 'x-csrf-token': csrfToken, origin: api.url }, body: {} })
+    expect(ok.status).toBe(202)
+    expect(await c.settle(target.id)).toBe('CHECK_COMPLETE')
+    // and a safe method needs no header
+    expect((await api.call('GET', `/api/stacks/${target.id}`, { token: null, headers: { cookie, origin: 'http://evil.example' } })).status).toBe(200)
+  })
+})
+
+describe('Socket.IO', () => {
+  const open: Socket[] = []
+  afterAll(() => open.forEach((s) => s.close()))
+
+  /** Connect, then subscribe to `stackId`: 'refused: …', 'joined' or 'not joined: …'. */
+  function attempt(opts: Parameters<typeof connect>[1], stackId: unknown = target.id): Promise<string> {
+    return new Promise<string>((resolve) => {
+      const s = connect(api.url, { transports: ['websocket'], reconnection: false, forceNew: true, ...opts })
+      open.push(s)
+      const timer = setTimeout(() => (s.close(), resolve('timeout')), 10_000)
+      s.on('connect_error', (e) => (clearTimeout(timer), s.close(), resolve(`refused: ${e.message}`)))
+      s.on('connect', () =>
+        s.emit('stack:subscribe', stackId as string, (ack: { ok: boolean; error?: string }) => {
+          clearTimeout(timer)
+          s.close()
+          resolve(ack.ok ? 'joined' : `not joined: ${ack.error}`)
+        }),
+      )
+    })
+  }
+
+  test('no credentials, malformed, unknown, expired, revoked: refused; another project: not found, like a missing stack', async () => {
+    const pool = c.db.pool
+    const expired = await createToken(pool, api.a.projectId, 'sock-expired', { expiresAt: new Date(Date.now() - 1000) })
+    const lapsed = await createToken(pool, api.a.projectId, 'sock-lapsed')
+    const revoked = await createToken(pool, api.a.projectId, 'sock-revoked')
+    expect(await attempt({ auth: { token: lapsed.secret } })).toBe('joined')
+    expect(await attempt({ auth: { token: revoked.secret } })).toBe('joined')
+    await pool.query(`UPDATE api_token SET expires_at = now() - interval '1 second' WHERE id = $1`, [lapsed.id])
+    expect((await api.call('DELETE', `/api/tokens/${revoked.id}`)).status).toBe(204)
+    const revokedCookie = await (async () => {
+      const t = await createToken(pool, api.a.projectId, 'sock-cookie-revoked')
+      const s = await login(t.secret)
+      expect((await api.call('DELETE', `/api/tokens/${t.id}`)).status).toBe(204)
+      return s.cookie
+    })()
+
     expect(await attempt({})).toBe('refused: unauthorized')
     expect(await attempt({ auth: { token: 'nope' } })).toBe('refused: unauthorized')
+    expect(await attempt({ auth: { token: `kiln_${crypto.randomBytes(32).toString('base64url')}` } })).toBe('refused: unauthorized')
+    expect(await attempt({ auth: { token: 12345 as unknown as string } })).toBe('refused: unauthorized')
     expect(await attempt({ auth: { token: expired.secret } })).toBe('refused: unauthorized')
-    expect(await attempt({ extraHeaders: { cookie, origin: 'http://evil.example' } })).toBe('refused: unauthorized')
+    expect(await attempt({ auth: { token: lapsed.secret } })).toBe('refused: unauthorized')
+    expect(await attempt({ auth: { token: revoked.secret } })).toBe('refused: unauthorized')
+    expect(await attempt({ extraHeaders: { cookie: revokedCookie } })).toBe('refused: unauthorized')
+    expect(await attempt({ extraHeaders: { cookie: 'kiln_session=forged' } })).toBe('refused: unauthorized')
+    // another project's stack: exactly what a missing stack (or garbage) gets
     expect(await attempt({ auth: { token: api.b.token } })).toBe('not joined: not found')
-    expect(await attempt({ extraHeaders: { cookie, origin: api.url } })).toBe('joined')
+    expect(await attempt({ auth: { token: api.b.token } }, crypto.randomUUID())).toBe('not joined: not found')
+    expect(await attempt({ auth: { token: api.b.token } }, { $ne: null })).toBe('not joined: not found')
+    expect(await attempt({ auth: { token: api.b.token } }, target.name)).toBe('not joined: not found')
+    // the controls: A's token and B's own stack
     expect(await attempt({ auth: { token: api.a.token } })).toBe('joined')
+    expect(await attempt({ auth: { token: api.b.token } }, bStackId)).toBe('joined')
+  })
+
+  test('a cookie-authenticated socket from a foreign Origin is refused; from Kiln’s own origin it joins', async () => {
+    const { cookie } = await login(api.a.token)
+    expect(await attempt({ extraHeaders: { cookie, origin: 'http://evil.example' } })).toBe('refused: unauthorized')
+    expect(await attempt({ extraHeaders: { cookie, origin: 'null' } })).toBe('refused: unauthorized')
+    expect(await attempt({ extraHeaders: { cookie, origin: `${api.url}.evil.example` } })).toBe('refused: unauthorized')
+    expect(await attempt({ extraHeaders: { cookie, origin: api.url } })).toBe('joined')
+  })
+
+  test('a socket whose token is revoked after it connected cannot subscribe any more', async () => {
+    const t = await createToken(c.db.pool, api.a.projectId, 'sock-live-revoke')
+    const s = connect(api.url, { transports: ['websocket'], reconnection: false, forceNew: true, auth: { token: t.secret } })
+    open.push(s)
+    await new Promise<void>((resolve, reject) => (s.on('connect', () => resolve()), s.on('connect_error', reject)))
+    const subscribe = () => new Promise<{ ok: boolean; error?: string }>((resolve) => s.emit('stack:subscribe', target.id, resolve))
+    expect((await subscribe()).ok).toBe(true)
+    expect((await api.call('DELETE', `/api/tokens/${t.id}`)).status).toBe(204)
+    expect(await subscribe()).toEqual({ ok: false, error: 'unauthorized' })
+    s.close()
+  })
+
+  test('B’s socket, also in its project room, receives nothing of A’s stack while A’s stack changes', async () => {
+    const got: string[] = []
+    const s = connect(api.url, { transports: ['websocket'], reconnection: false, forceNew: true, auth: { token: api.b.token } })
+    open.push(s)
+    s.onAny((event: string, payload: unknown) => got.push(`${event} ${JSON.stringify(payload)}`))
+    await new Promise<void>((resolve) => s.on('connect', () => s.emit('stack:subscribe', bStackId, () => resolve())))
+    // A watches its own stack (so the bridge tracks it) and changes it
+    const watcher = connect(api.url, { transports: ['websocket'], reconnection: false, forceNew: true, auth: { token: api.a.token } })
+    open.push(watcher)
+    const seen: unknown[] = []
+    watcher.on('stack:events', (m: unknown) => seen.push(m))
+    await new Promise<void>((resolve) => watcher.on('connect', () => watcher.emit('stack:subscribe', target.id, () => resolve())))
+    expect((await api.call('PUT', `/api/stacks/${target.id}`, { body: { template: TEMPLATE('changed') } })).status).toBe(202)
+    expect(await c.settle(target.id)).toBe('UPDATE_COMPLETE')
+    await c.waitFor(async () => JSON.stringify(seen).includes('UPDATE'), 10_000, "A's watcher to get the update events")
+    await new Promise((r) => setTimeout(r, 300))
+    expect(got.filter((g) => g.includes(target.id) || g.includes(target.name))).toEqual([])
+    s.close()
+    watcher.close()
   })
 })
 
-// The secret is passed as a parameter value, as passwords are. (A default written into the
-// template text is part of the template and is returned as written, as Heat does.)
-test('a hidden parameter appears in no response, socket event or log line', async () => {
-  const p = api.a.projectId
-  const heat = `/v1/${p}/stacks/${stackName}/${stackId}`
-  const paths = [
-    `/api/stacks/${stackId}`, `/api/stacks/${stackId}/resources`, `/api/stacks/${stackId}/resources?all=1`, `/api/stacks/${stackId}/events?limit=1000`,
-    `/api/stacks/${stackId}/traversals`, `/api/stacks/${stackId}/template`, `/api/stacks/${stackId}/outputs`,
-    ...['json', 'dot', 'graphml'].map((f) => `/api/stacks/${stackId}/traversals/current/graph?format=${f}`),
-    `/api/stacks?limit=100`, heat, `${heat}/resources`, `${heat}/resources/holder`, `${heat}/events`, `${heat}/template`, `${heat}/outputs`, `${heat}/outputs/leaked`,
-    `${heat}/resources/holder/events`,
-  ]
-  const seen: string[] = []
-  for (const path of paths) {
-    const res = await api.call('GET', path)
-    expect(res.status, path).toBe(200)
-    if (res.text.includes(SECRET)) seen.push(path) // (also finds SECRET-2, the updated value)
-  }
-  // a preview and a validate that echo the template's parameters
-  for (const [m, path, body] of [['POST', `/api/stacks/${stackId}/preview`, { existing: true }], ['POST', '/api/templates/validate', { template: TEMPLATE }]] as const) {
-    const res = await api.call(m, path, { body })
-    expect(res.status, path).toBeLessThan(300)
-    if (res.text.includes(SECRET)) seen.push(path)
-  }
-  expect(socketEvents.length, 'socket events captured').toBeGreaterThan(0)
-  if (socketEvents.some((e) => e.includes(SECRET))) seen.push('socket events') // (also finds SECRET-2, the updated value)
-  const logs = c.workers.map((w) => w.output.join('')).join('\n')
-  expect(logs.length, 'worker log captured').toBeGreaterThan(0) // debug logging is on: there is something to search
-  if (logs.includes(SECRET)) seen.push('worker logs')
-  // the masked values are there instead
-  expect((await api.call('GET', `/api/stacks/${stackId}`)).body.stack.parameters.password).toBe('******')
-  expect(seen).toEqual([])
-})
+// ---- hidden parameters ----
+const SECRET = `hunter2-${crypto.randomBytes(6).toString('hex')}`
+const HIDDEN_TEMPLATE = (opts: { joined: boolean; failing: boolean }) => `heat_template_version: 2018-08-31
+parameters:
+  password:
+    type: string
+    hidden: true
+  env_password:
+    type: string
+    hidden: true
+  visible:
+    type: string
+    default: plain-value
+resources:
+  holder:
+    type: OS::Heat::TestResource
+${opts.failing ? '    depends_on: [as_number]\n' : ''}    properties:
+      value: { get_param: password }
+${opts.joined ? `  joined:
+    type: OS::Heat::TestResource
+    properties:
+      value: { list_join: ['-', ['user', { get_param: password }]] }
+` : ''}  url:
+    type: OS::Heat::TestResource
+    properties:
+      value: { str_replace: { template: 'postgres://app:PW@db/app', params: { PW: { get_param: password } } } }
+  from_env:
+    type: OS::Heat::TestResource
+    properties:
+      value: { get_param: env_password }
+  held:
+    type: OS::Heat::Value
+    properties:
+      value: { list: [{ get_param: password }], map: { pw: { get_param: env_password } } }
+  dependent:
+    type: OS::Heat::TestResource
+    properties:
+      value: { get_attr: [holder, output] }
+${opts.failing ? `  as_number:
+    type: OS::Heat::Value
+    depends_on: [url]
+    properties:
+      type: number
+      value: { get_param: password }
+` : ''}outputs:
+  direct:
+    value: { get_param: password }
+  via_attr:
+    value: { get_attr: [dependent, output] }
+  url:
+    value: { get_attr: [url, output] }
+  list:
+    value: [{ get_param: password }, { get_param: env_password }]
+  held:
+    value: { get_attr: [held, value] }
+  plain:
+    value: { get_param: visible }
+`
 
-test('a second project made through the API starts empty and cannot see the first', async () => {
-  const third = await makeProject(c, 'member')
-  const list = await api.call('GET', '/api/stacks', { token: third.token })
-  expect(list.status).toBe(200)
-  expect(list.body.stacks).toEqual([])
-})
+test('a hidden parameter’s value appears in no response, socket event or log line', async () => {
+  const secret = (n: number) => `${SECRET}-${n}`
+  const env = (n: number) => ({ parameters: { env_password: `${SECRET}-env${n}` } })
+  const created = await api.call('POST', '/api/stacks', { body: { name: 'hidden', template: HIDDEN_TEMPLATE({ joined: true, failing: false }), parameters: { password: secret(1) }, environment: env(1) } })
+  expect(created.status, created.text).toBe(201)
+  const id = created.body.stack.id as string
+  expect(await c.settle(id)).toBe('CREATE_COMPLETE')
+
+  // Everything from now on is also watched over the socket.
+  const frames: string[] = []
+  const s = connect(api.url, { transports: ['websocket'], reconnection: false, forceNew: true, auth: { token: api.a.token } })
+  s.onAny((event: string, payload: unknown) => frames.push(`${event} ${JSON.stringify(payload)}`))
+  await new Promise<void>((resolve) => s.on('connect', () => s.emit('stack:subscribe', id, () => resolve())))
+  // an update that drops `joined` (its row, holding the first value, stays as DELETE_COMPLETE) and changes both values
+  expect((await api.call('PUT', `/api/stacks/${id}`, { body: { template: HIDDEN_TEMPLATE({ joined: false, failing: false }), parameters: { password: secret(2) }, environment: env(2) } })).status).toBe(202)
+  expect(await c.settle(id)).toBe('UPDATE_COMPLETE')
+  expect((await api.call('POST', `/api/stacks/${id}/check`, { body: {} })).status).toBe(202)
+  expect(await c.settle(id)).toBe('CHECK_COMPLETE')
+  // an update whose new resource fails converting the value to a number (the failure message would quote it), after
+  // `url` took the new value and before `holder` and `dependent` are updated: they keep the previous value, which the
+  // current template no longer has
+  expect((await api.call('PUT', `/api/stacks/${id}`, { body: { template: HIDDEN_TEMPLATE({ joined: false, failing: true }), parameters: { password: secret(3) }, environment: env(3) } })).status).toBe(202)
+  expect(await c.settle(id)).toBe('UPDATE_FAILED')
+  await c.waitFor(async () => frames.some((f) => f.includes('UPDATE') && f.includes('FAILED')), 10_000, 'the failed update on the socket')
+
+  // The values really went everywhere the test looks (stored), so finding none in responses means masking.
+  const stored = JSON.stringify((await c.db.pool.query(`SELECT properties, attributes, status_reason FROM resource WHERE stack_id = $1`, [id])).rows)
+  for (const n of [2, 3]) expect(stored, `value ${n} stored`).toContain(secret(n))
+  expect(stored).toMatch(new RegExp(`${SECRET}-env[23]`))
+
+  // Every GET route of the stack, each parameter filled with every value it can take.
+  const traversals = (await api.call('GET', `/api/stacks/${id}/traversals`)).body.traversals.map((t: { id: string }) => t.id) as string[]
+  expect(traversals.length).toBe(4)
+  const resources = ['holder', 'joined', 'url', 'from_env', 'held', 'dependent', 'as_number']
+  const keys = ['direct', 'via_attr', 'url', 'list', 'held', 'plain']
+  const p = api.a.projectId
+  const urls = new Set<string>()
+  for (const r of [...routes.kiln, ...routes.heat].filter((x) => x.method === 'GET')) {
+    const combos: Record<string, string[]> = { stack: [id, 'hidden'], traversal: ['current', ...traversals], project: [p], name: ['hidden', id], id: [id], resource: resources, key: keys, type: ['OS::Heat::TestResource'], token: [] }
+    let paths = [r.path]
+    for (const [k, vs] of Object.entries(combos)) if (r.path.includes(`{${k}}`)) paths = paths.flatMap((x) => vs.map((v) => x.replaceAll(`{${k}}`, encodeURIComponent(v))))
+    for (const x of paths) urls.add(x)
+  }
+  for (const t of ['current', ...traversals]) for (const f of ['json', 'dot', 'graphml']) urls.add(`/api/stacks/${id}/traversals/${t}/graph?format=${f}`)
+  for (const q of ['all=1', 'all=true']) urls.add(`/api/stacks/${id}/resources?${q}`)
+  for (const q of ['limit=1000', 'after=0&limit=1000', 'resource=holder', `traversal=${traversals[0]}`]) urls.add(`/api/stacks/${id}/events?${q}`)
+  for (const q of ['sort_dir=desc', 'resource_status=FAILED', 'limit=10000']) urls.add(`/v1/${p}/stacks/hidden/${id}/events?${q}`)
+  const leaks: string[] = []
+  let fetched = 0
+  for (const u of urls) {
+    let res = await api.call('GET', u)
+    if (res.status === 302) res = await api.call('GET', new URL(res.headers.get('location')!).pathname + new URL(res.headers.get('location')!).search)
+    fetched++
+    if (res.status >= 500) leaks.push(`${u}: ${res.status}`)
+    if (res.text.includes(SECRET)) leaks.push(`${u}: ${res.text.slice(Math.max(0, res.text.indexOf(SECRET) - 80), res.text.indexOf(SECRET) + 40)}`)
+  }
+  expect(fetched).toBeGreaterThan(60)
+  // requests that echo a template back: preview, validate (Kiln and Heat), and a rejected create quoting the value
+  const echoes: [string, string, unknown][] = [
+    ['POST', `/api/stacks/${id}/preview`, { existing: true }],
+    ['POST', `/api/stacks/${id}/preview`, { template: HIDDEN_TEMPLATE({ joined: true, failing: false }), parameters: { password: secret(4) }, environment: env(4) }],
+    ['PUT', `/v1/${p}/stacks/hidden/${id}/preview`, { parameters: { password: secret(4) } }],
+    ['POST', '/api/templates/validate', { template: HIDDEN_TEMPLATE({ joined: true, failing: false }), parameters: { password: secret(5) }, environment: env(5) }],
+    ['POST', `/v1/${p}/validate`, { template: HIDDEN_TEMPLATE({ joined: true, failing: false }), parameters: { password: secret(5) } }],
+    ['POST', '/api/stacks', { name: 'hidden-bad', template: HIDDEN_TEMPLATE({ joined: true, failing: false }).replace('value: { get_param: password }', 'wait_secs: { get_param: password }'), parameters: { password: secret(6) }, environment: env(6) }],
+    ['POST', `/v1/${p}/stacks`, { stack_name: 'hidden-bad', template: HIDDEN_TEMPLATE({ joined: true, failing: false }).replace('value: { get_param: password }', 'wait_secs: { get_param: password }'), parameters: { password: secret(6) } }],
+    ['POST', '/api/templates/validate', { template: HIDDEN_TEMPLATE({ joined: true, failing: false }).replace('type: string\n    hidden: true\n  env', 'type: number\n    hidden: true\n  env'), parameters: { password: secret(7) }, environment: env(7) }],
+  ]
+  for (const [m, u, body] of echoes) {
+    const res = await api.call(m, u, { body })
+    if (res.status >= 500) leaks.push(`${m} ${u}: ${res.status}`)
+    if (res.text.includes(SECRET)) leaks.push(`${m} ${u} (${res.status}): ${res.text.slice(Math.max(0, res.text.indexOf(SECRET) - 80), res.text.indexOf(SECRET) + 40)}`)
+  }
+  // the rejected ones were rejected (so their messages were checked), and wrote nothing
+  expect((await c.db.pool.query(`SELECT count(*)::int AS n FROM stack WHERE name = 'hidden-bad'`)).rows[0].n).toBe(0)
+
+  s.close()
+  expect(frames.length, 'socket frames captured').toBeGreaterThan(10)
+  for (const f of frames) if (f.includes(SECRET)) leaks.push(`socket: ${f.slice(Math.max(0, f.indexOf(SECRET) - 80), f.indexOf(SECRET) + 40)}`)
+  const logs = c.workers.map((w) => w.output.join('')).join('\n')
+  expect(logs).toMatch(/as_number/) // the failure was logged (debug logging is on): there is something to search
+  if (logs.includes(SECRET)) leaks.push(`worker log: ${logs.slice(Math.max(0, logs.indexOf(SECRET) - 120), logs.indexOf(SECRET) + 40)}`)
+  expect(leaks).toEqual([])
+
+  // masked, not dropped: the values are replaced by ******, everything else is intact
+  const shown = (await api.call('GET', `/api/stacks/${id}`)).body.stack
+  expect(shown.parameters).toMatchObject({ password: '******', env_password: '******', visible: 'plain-value' })
+  expect(shown.outputs.direct.value).toBe('******')
+  expect(shown.outputs.url.value).toBe('postgres://app:******@db/app')
+  expect(shown.outputs.list.value).toEqual(['******', '******'])
+  expect(shown.outputs.plain.value).toBe('plain-value')
+  const rows = (await api.call('GET', `/api/stacks/${id}/resources?all=1`)).body.resources as { name: string; properties: { value?: unknown } }[]
+  expect(rows.find((r) => r.name === 'url')?.properties.value).toBe('postgres://app:******@db/app')
+  expect(rows.find((r) => r.name === 'holder')?.properties.value).toBe('******') // the previous value, masked too
+  expect(shown.outputs.via_attr.value).toBe('******')
+  expect((await api.call('GET', `/api/stacks/${id}/template`)).body.environment.parameters.env_password).toBe('******')
+}, 120_000)
