@@ -8,12 +8,16 @@ import type pg from 'pg'
 import type { ClaimedJob } from '../../engine/ports'
 import { toClaimedJob } from './rows'
 
-/** Claim up to `limit` available jobs, oldest first. */
+/**
+ * Claim up to `limit` available jobs, oldest first. Compared with the wall clock, not the
+ * transaction's start: run_at is stored to the millisecond (rounded), so a job just made ready
+ * could otherwise look a fraction of a millisecond in the future to an immediate claim.
+ */
 export async function claimJobs(pool: pg.Pool, workerId: string, limit: number): Promise<ClaimedJob[]> {
   if (limit <= 0) return []
   const { rows } = await pool.query(
     `UPDATE job SET locked_by = $1, locked_at = now(), attempts = attempts + 1
-      WHERE id IN (SELECT id FROM job WHERE locked_by IS NULL AND run_at <= now() ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED)
+      WHERE id IN (SELECT id FROM job WHERE locked_by IS NULL AND run_at <= clock_timestamp() ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED)
       RETURNING *`,
     [workerId, limit],
   )
