@@ -28,6 +28,9 @@ function nodeData(n: DisplayNode, critical: Set<string>) {
   }
 }
 
+/** What decides how a node is drawn: a node is restyled only when this changes. */
+const lookKey = (d: ReturnType<typeof nodeData>) => `${d.label}|${d.state}|${d.critical}`
+
 const STYLE: cytoscape.StylesheetJson = [
   {
     selector: 'node',
@@ -80,15 +83,13 @@ export function LiveGraph({ model, version, rebuiltAt, critical, selected, onSel
     c.elements().remove()
     drawnRef.current.clear()
     if (!model) return
+    const nodes = [...model.nodes.values()].map((n) => nodeData(n, criticalSet))
     const els: ElementDefinition[] = [
-      ...[...model.nodes.values()].map((n) => ({ group: 'nodes' as const, data: nodeData(n, criticalSet) })),
+      ...nodes.map((data) => ({ group: 'nodes' as const, data })),
       ...model.edges.map((e) => ({ group: 'edges' as const, data: { id: e.id, source: e.source, target: e.target, kind: e.kind, critical: critEdges.has(e.id) ? 1 : 0 } })),
     ]
     c.add(els)
-    for (const n of model.nodes.values()) {
-      const d = nodeData(n, criticalSet)
-      drawnRef.current.set(n.id, `${d.label}|${d.state}|${d.critical}`)
-    }
+    for (const d of nodes) drawnRef.current.set(d.id, lookKey(d))
     const started = performance.now()
     if (model.nodes.size <= LARGE_GRAPH) c.layout({ name: 'dagre', rankDir: 'TB', nodeSep: 20, rankSep: 50, animate: false } as never).run()
     else {
@@ -116,7 +117,7 @@ export function LiveGraph({ model, version, rebuiltAt, critical, selected, onSel
     c.batch(() => {
       for (const n of model.nodes.values()) {
         const data = nodeData(n, criticalSet)
-        const key = `${data.label}|${data.state}|${data.critical}`
+        const key = lookKey(data)
         if (drawn.get(n.id) === key) continue
         drawn.set(n.id, key)
         const el = c.getElementById(n.id)

@@ -4,7 +4,7 @@ import { useRouter } from 'next/navigation'
 import { useState } from 'react'
 import { api, ApiError, type ApiIssue } from './api'
 import { ParametersForm, parameterValues } from './ParametersForm'
-import { TemplateEditor } from './TemplateEditor'
+import { TemplateEditor, ValidationLine } from './TemplateEditor'
 import { useValidation } from './use-validation'
 
 export const EXAMPLE = `heat_template_version: 2021-04-16
@@ -72,9 +72,7 @@ export function NewStack() {
           Name <input value={name} onChange={(e) => setName(e.target.value)} required maxLength={255} aria-label="stack name" pattern="[A-Za-z][A-Za-z0-9_.\-]*" title="starts with a letter; letters, digits, _ . -" />
         </label>
         <TemplateEditor value={source} onChange={(v) => { setSource(v); setIssues([]) }} issues={allIssues} label="template" />
-        <p className="validation" aria-live="polite" data-testid="validation">
-          {validation.pending ? 'checking…' : validation.valid ? '✓ template is valid' : validation.valid === false ? `✗ ${validation.message}` : ''}
-        </p>
+        <ValidationLine validation={validation} />
         <ParametersForm parameters={validation.parameters} values={params} onChange={setParams} />
         <label className="field checkbox">
           <input type="checkbox" checked={rollback} onChange={(e) => setRollback(e.target.checked)} /> Roll back automatically if the create fails

@@ -18,7 +18,7 @@ import { PreviewPanel, type PreviewResult } from './PreviewPanel'
 import { ReplayBar } from './ReplayBar'
 import { ResourcesTable } from './ResourcesTable'
 import { ProgressBar, StatusBadge } from './StatusBadge'
-import { TemplateEditor } from './TemplateEditor'
+import { TemplateEditor, ValidationLine } from './TemplateEditor'
 import { TraversalHistory } from './TraversalHistory'
 import { useStackLive } from './use-stack-live'
 import { useValidation } from './use-validation'
@@ -141,9 +141,7 @@ export function StackPage({ stackId }: { stackId: string }) {
         <div className="col-left">
           <h2>Template</h2>
           {source === null ? <p>Loading template…</p> : <TemplateEditor value={source} onChange={setSource} issues={allIssues} label="template" />}
-          <p className="validation" aria-live="polite" data-testid="validation">
-            {validation.pending ? 'checking…' : validation.valid ? '✓ template is valid' : validation.valid === false ? `✗ ${validation.message}` : ''}
-          </p>
+          <ValidationLine validation={validation} />
           <ParametersForm parameters={validation.parameters} values={params} onChange={setParams} />
           {running && <p className="note" data-testid="supersede-note">A traversal is running. Submitting now <strong>supersedes</strong> it: rows it still holds are handed over (retriggered) when their worker finishes, never replaced needlessly.</p>}
           <div className="actions">

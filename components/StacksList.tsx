@@ -6,20 +6,10 @@
  */
 import Link from 'next/link'
 import { useCallback, useEffect, useRef, useState } from 'react'
+import type { StackSummary } from '../lib/services/reads'
 import { api } from './api'
 import { getSocket } from './socket'
 import { ProgressBar, StatusBadge } from './StatusBadge'
-
-interface StackSummary {
-  id: string
-  name: string
-  action: string
-  status: string
-  statusReason: string
-  createdAt: string
-  updatedAt: string | null
-  progress: { total: number; done: number; running: number; blocked: number; failed: number } | null
-}
 
 const STATUSES = ['', 'IN_PROGRESS', 'COMPLETE', 'FAILED']
 

@@ -11,6 +11,7 @@ import { EditorView } from '@codemirror/view'
 import { basicSetup } from 'codemirror'
 import { useEffect, useRef } from 'react'
 import type { ApiIssue } from './api'
+import type { Validation } from './use-validation'
 
 function toDiagnostics(state: EditorState, issues: ApiIssue[]): Diagnostic[] {
   const doc = state.doc
@@ -83,5 +84,14 @@ export function TemplateEditor({ value, onChange, issues, label }: { value: stri
         </ul>
       )}
     </div>
+  )
+}
+
+/** The live validation result under an editor (announced to screen readers). */
+export function ValidationLine({ validation: v }: { validation: Validation }) {
+  return (
+    <p className="validation" aria-live="polite" data-testid="validation">
+      {v.pending ? 'checking…' : v.valid ? '✓ template is valid' : v.valid === false ? `✗ ${v.message}` : ''}
+    </p>
   )
 }

@@ -59,9 +59,8 @@ export interface StackLive {
   traversalEvents: EventRow[]
   /** the most recent events of the stack (newest last), for the timeline */
   recent: EventRow[]
-  /** bumps whenever the model changed; `changed` lists the display nodes */
+  /** bumps whenever the model changed */
   version: number
-  changed: Set<string>
   /** true when the model was rebuilt (new traversal): the graph lays out again */
   rebuiltAt: number
   refresh: () => void
@@ -69,7 +68,15 @@ export interface StackLive {
 
 const RECENT = 300
 
-const stackSeq = (stack: StackShow) => stack.lastSeq
+/** The stack, all its resource rows and its traversals: what the page shows beside the events. */
+async function fetchStack(stackId: string): Promise<{ stack: StackShow; resources: ResourceRow[]; traversals: TraversalRow[] }> {
+  const [s, r, t] = await Promise.all([
+    api<{ stack: StackShow }>('GET', `/api/stacks/${stackId}`),
+    api<{ resources: ResourceRow[] }>('GET', `/api/stacks/${stackId}/resources?all=1`),
+    api<{ traversals: TraversalRow[] }>('GET', `/api/stacks/${stackId}/traversals`),
+  ])
+  return { stack: s.stack, resources: r.resources, traversals: t.traversals }
+}
 
 async function allEvents(stackId: string, traversalId: string): Promise<{ events: EventRow[]; lastSeq: number }> {
   const out: EventRow[] = []
@@ -88,7 +95,7 @@ async function allEvents(stackId: string, traversalId: string): Promise<{ events
 export function useStackLive(stackId: string): StackLive {
   const [s, setS] = useState<StackLive>({
     loading: true, notFound: false, error: null, stack: null, resources: [], traversals: [], model: null, graph: null,
-    traversalEvents: [], recent: [], version: 0, changed: new Set(), rebuiltAt: 0, refresh: () => {},
+    traversalEvents: [], recent: [], version: 0, rebuiltAt: 0, refresh: () => {},
   })
   const live = useRef({ model: null as GraphModel | null, lastSeq: 0, traversalId: null as string | null, queue: [] as EventRow[], frame: 0, loading: false, again: false })
 
@@ -102,14 +109,9 @@ export function useStackLive(stackId: string): StackLive {
     }
     l.loading = true
     try {
-      const [stackRes, resources, traversals] = await Promise.all([
-        api<{ stack: StackShow }>('GET', `/api/stacks/${stackId}`),
-        api<{ resources: ResourceRow[] }>('GET', `/api/stacks/${stackId}/resources?all=1`),
-        api<{ traversals: TraversalRow[] }>('GET', `/api/stacks/${stackId}/traversals`),
-      ])
-      const stack = stackRes.stack
+      const { stack, resources, traversals } = await fetchStack(stackId)
       // The timeline first, then the traversal's events: every event up to the last seq seen is in the model.
-      const recent = await api<{ events: EventRow[]; lastSeq: number }>('GET', `/api/stacks/${stackId}/events?after=${Math.max(0, stackSeq(stack) - RECENT)}&limit=${RECENT}`)
+      const recent = await api<{ events: EventRow[]; lastSeq: number }>('GET', `/api/stacks/${stackId}/events?after=${Math.max(0, stack.lastSeq - RECENT)}&limit=${RECENT}`)
       let lastSeq = Math.max(recent.lastSeq, recent.events.at(-1)?.seq ?? 0)
       let model: GraphModel | null = null
       let graph: GraphElements | null = null
@@ -120,8 +122,8 @@ export function useStackLive(stackId: string): StackLive {
         const ev = await allEvents(stackId, stack.currentTraversalId)
         traversalEvents = ev.events
         lastSeq = Math.max(lastSeq, ev.lastSeq, ev.events.at(-1)?.seq ?? 0)
-        const rows = new Map(resources.resources.map((r) => [r.id, r]))
-        model = initialModel(stack.currentTraversalId, graph, resources.resources)
+        const rows = new Map(resources.map((r) => [r.id, r]))
+        model = initialModel(stack.currentTraversalId, graph, resources)
         applyEvents(model, traversalEvents, rows)
         model.lastSeq = Math.max(model.lastSeq, lastSeq)
       }
@@ -133,8 +135,8 @@ export function useStackLive(stackId: string): StackLive {
       l.traversalId = stack.currentTraversalId
       l.queue = l.queue.filter((e) => e.seq > lastSeq)
       setS((p) => ({
-        ...p, loading: false, notFound: false, error: null, stack, resources: resources.resources, traversals: traversals.traversals,
-        model, graph, traversalEvents, recent: recent.events, version: p.version + 1, changed: new Set(model?.nodes.keys() ?? []),
+        ...p, loading: false, notFound: false, error: null, stack, resources, traversals,
+        model, graph, traversalEvents, recent: recent.events, version: p.version + 1,
         rebuiltAt: rebuilt ? Date.now() : p.rebuiltAt,
       }))
     } catch (err) {
@@ -155,13 +157,9 @@ export function useStackLive(stackId: string): StackLive {
     sideTimer.current ??= setTimeout(async () => {
       sideTimer.current = null
       try {
-        const [stackRes, resources, traversals] = await Promise.all([
-          api<{ stack: StackShow }>('GET', `/api/stacks/${stackId}`),
-          api<{ resources: ResourceRow[] }>('GET', `/api/stacks/${stackId}/resources?all=1`),
-          api<{ traversals: TraversalRow[] }>('GET', `/api/stacks/${stackId}/traversals`),
-        ])
-        if (stackRes.stack.currentTraversalId !== live.current.traversalId) return void refetch()
-        setS((p) => ({ ...p, stack: stackRes.stack, resources: resources.resources, traversals: traversals.traversals }))
+        const side = await fetchStack(stackId)
+        if (side.stack.currentTraversalId !== live.current.traversalId) return void refetch()
+        setS((p) => ({ ...p, ...side }))
       } catch {
         /* the next event or reconnect refetches */
       }
@@ -182,7 +180,7 @@ export function useStackLive(stackId: string): StackLive {
       return
     }
     for (let i = 1; i < batch.length; i++) if (batch[i]!.seq !== batch[i - 1]!.seq + 1) return void refetch()
-    const changed = l.model ? applyEvents(l.model, batch) : new Set<string>()
+    if (l.model) applyEvents(l.model, batch)
     l.lastSeq = batch.at(-1)!.seq
     const forTraversal = batch.filter((e) => e.traversalId === l.traversalId)
     setS((p) => ({
@@ -190,7 +188,6 @@ export function useStackLive(stackId: string): StackLive {
       traversalEvents: forTraversal.length ? [...p.traversalEvents, ...forTraversal] : p.traversalEvents,
       recent: [...p.recent, ...batch].slice(-RECENT),
       version: p.version + 1,
-      changed,
     }))
     if (batch.some((e) => e.kind === 'stack' || e.kind === 'traversal' || e.kind === 'lock' || e.kind === 'resource')) refreshSide()
   }, [refetch, refreshSide])

@@ -6,12 +6,10 @@
  * invariant was violated.
  */
 import { runChaos } from '../test/reliability/chaos'
+import { numberFlag } from './args'
 
 const argv = process.argv.slice(2)
-const num = (flag: string, def: number) => {
-  const i = argv.indexOf(flag)
-  return i >= 0 ? Number(argv[i + 1]) : def
-}
+const num = (flag: string, def: number) => numberFlag(argv, flag, def)
 
 async function main() {
   const runs = num('--runs', 3)

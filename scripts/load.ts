@@ -5,28 +5,19 @@
  * PostgreSQL of its own, loopback clients only. Prints the report as JSON;
  * exits 1 if a request failed or a socket missed an event.
  */
-import fs from 'node:fs'
-import os from 'node:os'
-import path from 'node:path'
-import { startEmbeddedPostgres } from '../lib/db/embedded'
-import { applyMigrations } from '../lib/db/migrate'
 import { makeProject } from '../test/helpers/api-server'
 import { TestCluster } from '../test/helpers/cluster'
+import { ownPostgres } from '../test/helpers/own-postgres'
+import { numberFlag } from './args'
 import { startWebServer } from '../test/helpers/web-server'
 import { runLoad } from '../test/reliability/load'
 
 const argv = process.argv.slice(2)
-const num = (flag: string, def: number) => {
-  const i = argv.indexOf(flag)
-  return i >= 0 ? Number(argv[i + 1]) : def
-}
+const num = (flag: string, def: number) => numberFlag(argv, flag, def)
 
 async function main() {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kiln-load-'))
-  fs.chmodSync(dir, 0o755)
-  const pg = await startEmbeddedPostgres({ dataDir: path.join(dir, 'pg') })
-  const url = pg.databaseUrl('postgres')
-  await applyMigrations(url)
+  const pg = await ownPostgres('load')
+  const url = pg.url
   const c = await TestCluster.start(url, { workers: num('--workers', 2), leaseMs: 3000 })
   const web = await startWebServer(c)
   let ok = false
@@ -39,7 +30,6 @@ async function main() {
     await web.close()
     await c.stop()
     await pg.stop()
-    fs.rmSync(dir, { recursive: true, force: true })
   }
   process.exit(ok ? 0 : 1)
 }

@@ -5,26 +5,17 @@
  * system temp dir, removed afterwards). Prints one JSON report per run; exits
  * 1 on any violation. A failing run names its seed; pass `--seed` to replay it.
  */
-import fs from 'node:fs'
-import os from 'node:os'
-import path from 'node:path'
-import { startEmbeddedPostgres } from '../lib/db/embedded'
-import { applyMigrations } from '../lib/db/migrate'
 import { TestCluster } from '../test/helpers/cluster'
+import { ownPostgres } from '../test/helpers/own-postgres'
+import { numberFlag } from './args'
 import { runOverlap } from '../test/reliability/overlap'
 
 const argv = process.argv.slice(2)
-const num = (flag: string, def: number) => {
-  const i = argv.indexOf(flag)
-  return i >= 0 ? Number(argv[i + 1]) : def
-}
+const num = (flag: string, def: number) => numberFlag(argv, flag, def)
 
 async function main() {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kiln-overlap-'))
-  fs.chmodSync(dir, 0o755)
-  const pg = await startEmbeddedPostgres({ dataDir: path.join(dir, 'pg') })
-  const url = pg.databaseUrl('postgres')
-  await applyMigrations(url)
+  const pg = await ownPostgres('overlap')
+  const url = pg.url
   const c = await TestCluster.start(url, { workers: num('--workers', 4), leaseMs: 2000 })
   let failed = 0
   try {
@@ -37,7 +28,6 @@ async function main() {
   } finally {
     await c.stop()
     await pg.stop()
-    fs.rmSync(dir, { recursive: true, force: true })
   }
   process.exit(failed ? 1 : 0)
 }

@@ -12,11 +12,9 @@
  * state its last accepted operation asked for, and the invariants must hold.
  */
 import fs from 'node:fs'
-import os from 'node:os'
 import path from 'node:path'
-import { startEmbeddedPostgres, type RunningPostgres } from '../../lib/db/embedded'
-import { applyMigrations } from '../../lib/db/migrate'
 import { TestCluster } from '../helpers/cluster'
+import { ownPostgres } from '../helpers/own-postgres'
 
 export interface ChaosOptions {
   stacks: number
@@ -59,12 +57,8 @@ export function chaosTemplate(stack: string, seed: string, size: number, shape: 
 
 export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   const log = o.log ?? (() => {})
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kiln-chaos-'))
-  fs.chmodSync(dir, 0o755) // when run as root, PostgreSQL runs as the postgres user, who must enter it
-  let pgServer: RunningPostgres = await startEmbeddedPostgres({ dataDir: path.join(dir, 'pg') })
-  const port = pgServer.port
-  const url = pgServer.databaseUrl('postgres')
-  await applyMigrations(url)
+  const pg = await ownPostgres('chaos')
+  const url = pg.url
   const c = await TestCluster.start(url, { workers: o.workers, leaseMs: 1500, concurrency: 8, env: { KILN_LOG_LEVEL: 'error' } })
   const report: ChaosReport = { stacks: o.stacks, operations: 0, rejected: 0, kills: 0, postgresRestarts: 0, recoveryMs: [], settleMs: 0, violations: [] }
   let pgDown: Promise<void> | null = null
@@ -113,9 +107,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
           let release!: () => void
           pgDown = new Promise((r) => (release = r))
           log('restarting PostgreSQL')
-          await pgServer.stop()
-          await sleep(800)
-          pgServer = await startEmbeddedPostgres({ dataDir: path.join(dir, 'pg'), port })
+          await pg.restart(800)
           report.postgresRestarts++
           log('PostgreSQL is back')
           pgDown = null
@@ -231,7 +223,6 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   } finally {
     running = false
     await c.stop().catch(() => {})
-    await pgServer.stop().catch(() => {})
-    fs.rmSync(dir, { recursive: true, force: true })
+    await pg.stop()
   }
 }

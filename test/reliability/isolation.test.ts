@@ -26,38 +26,11 @@
 import crypto from 'node:crypto'
 import { io as connect, type Socket } from 'socket.io-client'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import type { ApiDeps } from '../../lib/api/deps'
-import { heatRoutes as registerHeatRoutes } from '../../lib/api/heat-routes'
-import { Router } from '../../lib/api/http'
-import { kilnRoutes as registerKilnRoutes } from '../../lib/api/kiln-routes'
 import { createToken } from '../../lib/auth/tokens'
-import type { Principal } from '../../lib/services/accounts'
 import { startApiServer, type ApiServer } from '../helpers/api-server'
 import { TestCluster } from '../helpers/cluster'
 import { testDatabase, type TestDatabase } from '../helpers/db'
-
-interface RouteDef {
-  method: string
-  /** `/api/stacks/{stack}` style */
-  path: string
-  public: boolean
-}
-
-/** The routes the API really serves: registered on a router exactly as createApi does (handlers are not run). */
-function registered(): RouteDef[] {
-  const router = new Router<Principal>()
-  registerKilnRoutes({} as ApiDeps, router)
-  registerHeatRoutes({} as ApiDeps, router)
-  return router.routes.map((r) => {
-    let i = 0
-    const path = r.pattern.source
-      .replace(/^\^/, '')
-      .replace(/\\?\/\?\$$/, '')
-      .replace(/\(\[\^\\?\/\]\+\)/g, () => `{${r.keys[i++]}}`)
-      .replace(/\\(.)/g, '$1')
-    return { method: r.method, path, public: r.public }
-  })
-}
+import { registeredRoutes, type RouteDef } from '../helpers/routes'
 
 const fill = (path: string, values: Record<string, string>) =>
   path.replace(/\{(\w+)\}/g, (_, k: string) => {
@@ -127,7 +100,7 @@ beforeAll(async () => {
   db = await testDatabase()
   c = await TestCluster.start(db.url, { workers: 2, leaseMs: 2000, env: { KILN_LOG_LEVEL: 'debug' } })
   api = await startApiServer(c)
-  const all = registered()
+  const all = registeredRoutes()
   routes.kiln = all.filter((r) => r.path.startsWith('/api/'))
   routes.heat = all.filter((r) => r.path.startsWith('/v1/'))
   const created = await api.call('POST', '/api/stacks', { body: { name: `iso-${crypto.randomBytes(3).toString('hex')}`, template: TEMPLATE('a') } })
