@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- --json] [--shapes chain,layered] [--sizes 100,1000] [--delays 0,0.2] [--workers 2]`
+ * `npm run bench [-- --json] [--shapes chain,layered] [--sizes 100,1000] [--delays 0,0.2] [--workers 2] [--concurrency 64] [--profile]`
  *
  * Runs create -> update all in place -> replace all -> delete of generated
  * OS::Heat::TestResource stacks through the service layer, with real worker
@@ -7,6 +7,10 @@
  * database of DATABASE_URL (emptied first!). Prints wall seconds, ms per
  * resource, nodes per second, wall / critical path, and database
  * transactions per graph node.
+ *
+ * --profile (embedded PostgreSQL only) runs a separate cluster with
+ * pg_stat_statements (nested statements included) and prints, after each
+ * phase, the statements and functions that took the database's time.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import path from 'node:path'
@@ -26,6 +30,9 @@ interface Args {
   sizes: number[]
   delays: number[]
   workers: number
+  /** job slots per worker (KILN_WORKER_CONCURRENCY) */
+  concurrency: number
+  profile: boolean
 }
 
 function parseArgs(argv: string[]): Args {
@@ -39,6 +46,8 @@ function parseArgs(argv: string[]): Args {
     sizes: (get('--sizes') ?? '100,1000,10000').split(',').map(Number),
     delays: (get('--delays') ?? '0,0.2').split(',').map(Number),
     workers: Number(get('--workers') ?? 2),
+    concurrency: Number(get('--concurrency') ?? 64),
+    profile: argv.includes('--profile'),
   }
 }
 
@@ -64,7 +73,11 @@ async function main() {
   let url = e.DATABASE_URL
   let stopPg = async () => {}
   if (!url) {
-    const cluster = await startEmbeddedPostgres({ dataDir: path.join(e.KILN_DATA_DIR, 'bench-pg') })
+    const cluster = await startEmbeddedPostgres(
+      args.profile
+        ? { dataDir: path.join(e.KILN_DATA_DIR, 'bench-profile-pg'), settings: PROFILE_SETTINGS }
+        : { dataDir: path.join(e.KILN_DATA_DIR, 'bench-pg') },
+    )
     await ensureDatabase(cluster.adminUrl, 'kiln_bench')
     url = cluster.databaseUrl('kiln_bench')
     stopPg = async () => {
@@ -73,6 +86,7 @@ async function main() {
   }
   await applyMigrations(url)
   const db = createDb(url, { max: 4 })
+  if (args.profile) await db.pool.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements')
   await db.pool.query(`TRUNCATE stack, project, worker, job CASCADE`)
   const { rows } = await db.pool.query(`INSERT INTO project (name) VALUES ('bench') RETURNING id`)
   const actor = { projectId: rows[0].id as string, name: 'bench' }
@@ -83,14 +97,15 @@ async function main() {
   for (let i = 0; i < args.workers; i++) {
     workers.push(
       spawn(process.execPath, ['--import', 'tsx', 'worker/main.ts'], {
-        env: childEnv({ DATABASE_URL: url, KILN_LOG_LEVEL: 'warn', KILN_WORKER_CONCURRENCY: '64' }),
+        env: childEnv({ DATABASE_URL: url, KILN_LOG_LEVEL: 'warn', KILN_WORKER_CONCURRENCY: String(args.concurrency) }),
         stdio: ['ignore', 'inherit', 'inherit'],
       }),
     )
   }
   const listener = new pg.Client({ connectionString: url })
   await listener.connect()
-  await listener.query('LISTEN kiln_events')
+  // kiln_stack: one notification when a stack's operation ends (not one per event).
+  await listener.query('LISTEN kiln_stack')
   let wake: (() => void) | null = null
   listener.on('notification', () => wake?.())
 
@@ -99,6 +114,7 @@ async function main() {
       const notified = new Promise<void>((r) => (wake = r))
       const { rows: s } = await db.pool.query('SELECT action, status, status_reason FROM stack WHERE id = $1', [stackId])
       if (s[0].status !== 'IN_PROGRESS') return `${s[0].action}_${s[0].status}`
+      // Timer reason: a safety net only; the notification normally wakes us.
       await Promise.race([notified, new Promise((r) => setTimeout(r, 1000))])
     }
   }
@@ -126,6 +142,7 @@ async function main() {
           ['delete', () => services.delete(actor, name)],
         ]
         for (const [phase, run] of phases) {
+          if (args.profile) await db.pool.query('SELECT pg_stat_statements_reset(), pg_stat_reset()')
           const t0 = await txns()
           const started = performance.now()
           const res = await run()
@@ -150,6 +167,7 @@ async function main() {
           }
           results.push(row)
           if (!args.json) console.log(`${shape.padEnd(8)} n=${String(n).padEnd(6)} D=${delay}s ${phase.padEnd(8)} ${outcome.padEnd(18)} wall ${row.wallS.toFixed(2)} s  ${row.msPerResource.toFixed(2)} ms/res  ${row.nodesPerS} nodes/s  ${row.wallOverCritical ? `wall/cp ${row.wallOverCritical}` : ''}  ${row.txnsPerNode} txn/node`)
+          if (args.profile) console.log(await profileReport(db.pool, nodes))
           if (!outcome.endsWith('COMPLETE')) throw new Error(`${name} ${phase} ended ${outcome}`)
         }
       }
@@ -160,6 +178,29 @@ async function main() {
   await listener.end()
   await db.close()
   await stopPg()
+}
+
+const PROFILE_SETTINGS = {
+  shared_preload_libraries: 'pg_stat_statements',
+  'pg_stat_statements.track': 'all',
+  track_functions: 'pl',
+}
+
+/** Where the database spent a phase's time: top statements (nested included) and PL/pgSQL functions. */
+async function profileReport(pool: pg.Pool, nodes: number): Promise<string> {
+  const per = (v: number) => (v / Math.max(1, nodes)).toFixed(3)
+  const { rows: st } = await pool.query(
+    `SELECT calls::int, total_exec_time AS ms, toplevel, regexp_replace(left(query, 90), '\\s+', ' ', 'g') AS q
+       FROM pg_stat_statements WHERE query NOT ILIKE '%pg_stat%' ORDER BY total_exec_time DESC LIMIT 40`,
+  )
+  const { rows: fn } = await pool.query(
+    `SELECT funcname, calls::int, total_time AS total, self_time AS self FROM pg_stat_user_functions ORDER BY self_time DESC LIMIT 8`,
+  )
+  const lines = ['  statements (ms per graph node, calls; * = top level):']
+  for (const r of st) lines.push(`    ${per(r.ms).padStart(7)} ms ${String(r.calls).padStart(7)}x ${r.toplevel ? '*' : ' '} ${r.q}`)
+  lines.push('  functions (self / total ms per graph node, calls):')
+  for (const r of fn) lines.push(`    ${per(r.self).padStart(7)} / ${per(r.total).padStart(7)} ms ${String(r.calls).padStart(7)}x ${r.funcname}`)
+  return lines.join('\n')
 }
 
 function round(v: number, digits: number) {

@@ -13,13 +13,38 @@ CREATE INDEX IF NOT EXISTS resource_locked_lease_idx ON resource (lease_expires_
 -- Traversals still running (sweeper: deadlines, lost messages).
 CREATE INDEX IF NOT EXISTS traversal_running_idx ON traversal (deadline) WHERE outcome IS NULL;
 
+-- A cleanup node that deleted a replaced row clears `replaces` on its
+-- replacement: without this, one sequential scan of the stack's rows per node.
+CREATE INDEX IF NOT EXISTS resource_replaces_idx ON resource (replaces) WHERE replaces IS NOT NULL;
+
 -- lib/db/functions/10_events.sql
 -- Events: append-only, numbered 1, 2, 3, … per stack without gaps.
 --
--- Callers hold the stack row lock (every engine function takes it first), so
--- sequence numbers are assigned in commit order: a client that has seen seq n
--- can never later find a committed event with a smaller number. One NOTIFY per
--- transaction (PostgreSQL folds identical payloads) tells the web servers to
+-- Lock order of every engine transaction (no transaction ever waits for a lock
+-- earlier in this list while holding a later one, so they cannot deadlock):
+--
+--   1. the stack row: FOR SHARE by node steps (claim, begin, finish, replace,
+--      mark, progress), which run side by side; FOR NO KEY UPDATE by
+--      stack-level changes (start, cancel, settle, sweep), which run alone.
+--      Always the first lock taken.
+--   2. resource rows: the node's own (and rows whose `replaces` points at it);
+--      several only in id order (heartbeat, sweeper);
+--   3. sync_point rows, several only at once in (traversal, resource,
+--      is_update) order (kiln_lock_sync_points);
+--   4. the traversal row (roots countdown, failure, time-out);
+--   5. the stack's event-number lock (kiln_emit), once, last, held to commit.
+--
+-- A node begun inside another step (a finish or replacement continuing with
+-- the node it made ready, a claim beginning what it claimed) already holds
+-- later locks, so it never waits: every lock it needs is taken SKIP LOCKED and
+-- anything it would wait for answers 'later' (the worker then begins it in a
+-- transaction of its own).
+--
+-- Numbers are handed out under (5), a transaction-level advisory lock per
+-- stack, taken last and held to commit: numbers follow commit order, so a
+-- client that has seen seq n never later finds a committed event with a smaller
+-- number, while the rest of concurrent node steps runs in parallel. One NOTIFY
+-- per transaction (PostgreSQL folds identical payloads) tells the web servers to
 -- read the new rows; the payload is only the stack id.
 
 CREATE OR REPLACE FUNCTION kiln_ev(
@@ -31,15 +56,22 @@ CREATE OR REPLACE FUNCTION kiln_ev(
     'reason', coalesce(p_reason, ''), 'data', p_data)
 $$;
 
+-- The last event number of a stack (0 before the first event).
+CREATE OR REPLACE FUNCTION kiln_last_seq(p_stack uuid) RETURNS bigint LANGUAGE sql STABLE AS $$
+  SELECT coalesce(max(seq), 0) FROM event WHERE stack_id = p_stack
+$$;
+
 CREATE OR REPLACE FUNCTION kiln_emit(p_stack uuid, p_events jsonb) RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
-  v_n int := jsonb_array_length(p_events);
+  v_n int := coalesce(jsonb_array_length(p_events), 0);
   v_last bigint;
 BEGIN
   IF v_n = 0 THEN RETURN; END IF;
-  UPDATE stack SET event_seq = event_seq + v_n WHERE id = p_stack RETURNING event_seq INTO v_last;
+  -- 0x4b494c4e = 'KILN': the advisory lock class of event numbering.
+  PERFORM pg_advisory_xact_lock(1263094862, hashtext(p_stack::text));
+  SELECT coalesce(max(seq), 0) INTO v_last FROM event WHERE stack_id = p_stack;
   INSERT INTO event (stack_id, seq, traversal_id, kind, resource_id, resource_name, physical_id, action, status, reason, data)
-  SELECT p_stack, v_last - v_n + e.ord, (e.v->>'traversal_id')::uuid, e.v->>'kind', (e.v->>'resource_id')::int,
+  SELECT p_stack, v_last + e.ord, (e.v->>'traversal_id')::uuid, e.v->>'kind', (e.v->>'resource_id')::int,
          e.v->>'resource_name', e.v->>'physical_id', e.v->>'action', e.v->>'status', coalesce(e.v->>'reason', ''),
          CASE WHEN jsonb_typeof(e.v->'data') = 'null' THEN NULL ELSE e.v->'data' END
   FROM jsonb_array_elements(p_events) WITH ORDINALITY AS e(v, ord);
@@ -48,7 +80,7 @@ END $$;
 
 -- lib/db/functions/20_begin_node.sql
 -- kiln_begin_node: a worker that claimed a check_resource job asks to work on
--- its node. One round trip, one transaction, under the stack row lock:
+-- its node. One round trip, one transaction (lock order: 10_events.sql):
 --
 --   1. the job's traversal must still be the stack's current one   -> else 'stale'
 --   2. the node must be READY (not already taken or done)           -> else 'duplicate'
@@ -61,6 +93,14 @@ END $$;
 --   5. lock it (engine_id, lease, atomic_key+1), node RUNNING        -> 'locked'
 --
 -- Terminal outcomes delete the job; 'locked' keeps it until kiln_finish_node.
+--
+-- kiln_begin_core does the work without emitting, so that a finish, a
+-- replacement or a claim can begin a node in its own transaction and publish
+-- everything once. With p_nowait it never waits for a lock (the caller
+-- already holds later locks of the lock order): whatever would wait answers
+-- 'later', changes nothing, and the job stays claimed for a plain begin.
+-- It returns { result, events, settle } where settle names a traversal that
+-- may have ended (kiln_settle, run by the caller after commit).
 
 CREATE OR REPLACE FUNCTION kiln_predicted_action(p_row resource, p_is_update boolean, p_template uuid, p_stack_action text)
 RETURNS text LANGUAGE sql IMMUTABLE AS $$
@@ -77,7 +117,28 @@ CREATE OR REPLACE FUNCTION kiln_node_inputs(p_traversal uuid, p_rid int, p_is_up
   FROM sync_input WHERE traversal_id = p_traversal AND resource_id = p_rid AND is_update = p_is_update
 $$;
 
-CREATE OR REPLACE FUNCTION kiln_begin_node(p_job bigint, p_worker uuid, p_lease_ms int) RETURNS jsonb LANGUAGE plpgsql AS $$
+-- Lock sync points in the one global order (traversal, resource, is_update):
+-- p_keys is a JSON array of [traversal_id, resource_id, is_update]; nulls are ignored.
+CREATE OR REPLACE FUNCTION kiln_lock_sync_points(p_keys jsonb) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM 1 FROM sync_point sp
+   WHERE (sp.traversal_id, sp.resource_id, sp.is_update) IN (
+           SELECT (k->>0)::uuid, (k->>1)::int, (k->>2)::boolean FROM jsonb_array_elements(p_keys) k
+            WHERE k->>0 IS NOT NULL AND k->>1 IS NOT NULL)
+   ORDER BY sp.traversal_id, sp.resource_id, sp.is_update
+   FOR UPDATE;
+END $$;
+
+-- What a locked node needs to run (row, inputs, scope).
+CREATE OR REPLACE FUNCTION kiln_locked_reply(p_outcome text, p_row jsonb, p_s stack, p_t traversal, p_key int, p_upd boolean) RETURNS jsonb LANGUAGE sql STABLE AS $$
+  SELECT jsonb_build_object('outcome', p_outcome, 'resource', p_row,
+    'inputs', kiln_node_inputs(p_t.id, p_key, p_upd),
+    'replaces_uuid', (SELECT x.uuid FROM resource x WHERE x.id = (p_row->>'replaces')::int),
+    'stack', jsonb_build_object('id', p_s.id, 'name', p_s.name, 'action', p_s.action),
+    'traversal', jsonb_build_object('id', p_t.id, 'action', p_t.action, 'raw_template_id', p_t.raw_template_id, 'deadline', p_t.deadline))
+$$;
+
+CREATE OR REPLACE FUNCTION kiln_begin_core(p_job bigint, p_worker uuid, p_lease_ms int, p_nowait boolean) RETURNS jsonb LANGUAGE plpgsql AS $$
 DECLARE
   j job%ROWTYPE;
   s stack%ROWTYPE;
@@ -90,61 +151,77 @@ DECLARE
   v_events jsonb := '[]';
   v_node jsonb;
   v_row_found boolean;
+  v_later jsonb := jsonb_build_object('result', jsonb_build_object('outcome', 'later'), 'events', '[]'::jsonb);
 BEGIN
   SELECT * INTO j FROM job WHERE id = p_job;
   IF NOT FOUND OR j.locked_by IS DISTINCT FROM p_worker THEN
-    RETURN jsonb_build_object('outcome', 'gone');
+    RETURN jsonb_build_object('result', jsonb_build_object('outcome', 'gone'), 'events', '[]'::jsonb);
   END IF;
-  -- Every state change of a stack is serialised on its row: traversal starts,
-  -- node begins and finishes. Held for this short transaction only.
-  SELECT * INTO s FROM stack WHERE id = j.stack_id FOR NO KEY UPDATE;
-  IF NOT FOUND OR s.current_traversal_id IS DISTINCT FROM j.traversal_id THEN
+  -- Node steps share the stack row; a traversal start, a settle or a sweep
+  -- (which take it exclusively) waits for them and they for it.
+  IF p_nowait THEN
+    SELECT * INTO s FROM stack WHERE id = j.stack_id FOR SHARE SKIP LOCKED;
+    IF NOT FOUND AND EXISTS (SELECT 1 FROM stack WHERE id = j.stack_id) THEN RETURN v_later; END IF;
+  ELSE
+    SELECT * INTO s FROM stack WHERE id = j.stack_id FOR SHARE;
+  END IF;
+  IF s.id IS NULL OR s.current_traversal_id IS DISTINCT FROM j.traversal_id THEN
     DELETE FROM job WHERE id = p_job;
-    RETURN jsonb_build_object('outcome', 'stale', 'current_traversal_id', s.current_traversal_id);
+    RETURN jsonb_build_object('result', jsonb_build_object('outcome', 'stale', 'current_traversal_id', s.current_traversal_id), 'events', '[]'::jsonb);
   END IF;
 
   SELECT * INTO t FROM traversal WHERE id = j.traversal_id;
   v_key := coalesce(j.graph_key_id, j.resource_id);
   v_node := jsonb_build_object('rid', v_key, 'update', j.is_update);
-  SELECT * INTO sp FROM sync_point WHERE traversal_id = j.traversal_id AND resource_id = v_key AND is_update = j.is_update;
-  IF FOUND AND sp.state = 'RUNNING' AND sp.actor_id = j.resource_id THEN
-    -- A retry of a call that committed but whose reply was lost: answer as before.
-    SELECT * INTO r FROM resource WHERE id = j.resource_id;
-    IF r.engine_id = p_worker AND r.lock_traversal_id = j.traversal_id THEN
-      RETURN jsonb_build_object('outcome', 'locked', 'resource', to_jsonb(r),
-        'inputs', kiln_node_inputs(j.traversal_id, v_key, j.is_update),
-        'replaces_uuid', (SELECT x.uuid FROM resource x WHERE x.id = r.replaces),
-        'stack', jsonb_build_object('id', s.id, 'name', s.name, 'action', s.action),
-        'traversal', jsonb_build_object('id', t.id, 'action', t.action, 'raw_template_id', t.raw_template_id, 'deadline', t.deadline));
+
+  -- The row, then the node's sync point (lock order 2, 3): two jobs for one
+  -- node (a requeue racing the original) queue here, and the second sees RUNNING.
+  IF p_nowait THEN
+    SELECT * INTO r FROM resource WHERE id = j.resource_id FOR UPDATE SKIP LOCKED;
+    v_row_found := FOUND;
+    IF NOT v_row_found AND EXISTS (SELECT 1 FROM resource WHERE id = j.resource_id) THEN RETURN v_later; END IF;
+    SELECT * INTO sp FROM sync_point WHERE traversal_id = j.traversal_id AND resource_id = v_key AND is_update = j.is_update FOR UPDATE SKIP LOCKED;
+    IF NOT FOUND AND EXISTS (SELECT 1 FROM sync_point WHERE traversal_id = j.traversal_id AND resource_id = v_key AND is_update = j.is_update) THEN
+      RETURN v_later;
     END IF;
+  ELSE
+    SELECT * INTO r FROM resource WHERE id = j.resource_id FOR UPDATE;
+    v_row_found := FOUND;
+    SELECT * INTO sp FROM sync_point WHERE traversal_id = j.traversal_id AND resource_id = v_key AND is_update = j.is_update FOR UPDATE;
   END IF;
-  IF NOT FOUND OR sp.state <> 'READY' OR (sp.actor_id IS NOT NULL AND sp.actor_id <> j.resource_id) THEN
+
+  IF sp.state = 'RUNNING' AND sp.actor_id = j.resource_id AND r.engine_id = p_worker AND r.lock_traversal_id = j.traversal_id THEN
+    -- A retry of a call that committed but whose reply was lost: answer as before.
+    RETURN jsonb_build_object('result', kiln_locked_reply('locked', to_jsonb(r), s, t, v_key, j.is_update), 'events', '[]'::jsonb);
+  END IF;
+  IF sp.state IS DISTINCT FROM 'READY' OR (sp.actor_id IS NOT NULL AND sp.actor_id <> j.resource_id) THEN
     DELETE FROM job WHERE id = p_job;
-    RETURN jsonb_build_object('outcome', 'duplicate', 'state', sp.state);
+    RETURN jsonb_build_object('result', jsonb_build_object('outcome', 'duplicate', 'state', sp.state), 'events', '[]'::jsonb);
   END IF;
 
   IF t.failure_reason IS NULL AND t.deadline < now() THEN
-    UPDATE traversal SET failure_reason = 'Timed out' WHERE id = t.id;
-    t.failure_reason := 'Timed out';
-    v_events := v_events || kiln_ev('stack', t.id, NULL, NULL, NULL, t.action, 'IN_PROGRESS', 'Timed out', jsonb_build_object('failing', true));
+    -- The traversal row comes after the sync points in the lock order; a
+    -- begin that must not wait leaves the time-out to a plain begin.
+    IF p_nowait THEN RETURN v_later; END IF;
+    UPDATE traversal SET failure_reason = 'Timed out' WHERE id = t.id AND failure_reason IS NULL;
+    IF FOUND THEN
+      v_events := v_events || kiln_ev('stack', t.id, NULL, NULL, NULL, t.action, 'IN_PROGRESS', 'Timed out', jsonb_build_object('failing', true));
+    END IF;
+    SELECT * INTO t FROM traversal WHERE id = t.id;
   END IF;
-
-  SELECT * INTO r FROM resource WHERE id = j.resource_id FOR UPDATE;
-  v_row_found := FOUND;
 
   IF t.failure_reason IS NOT NULL OR NOT v_row_found THEN
     -- Failure policy: once a node failed, nothing new is started.
+    IF NOT v_row_found AND t.failure_reason IS NULL THEN
+      IF p_nowait THEN RETURN v_later; END IF;
+      UPDATE traversal SET failure_reason = 'resource row ' || j.resource_id || ' vanished' WHERE id = t.id AND failure_reason IS NULL;
+    END IF;
     UPDATE sync_point SET state = 'SKIPPED', updated_at = now()
      WHERE traversal_id = j.traversal_id AND resource_id = v_key AND is_update = j.is_update;
     DELETE FROM job WHERE id = p_job;
-    IF NOT v_row_found AND t.failure_reason IS NULL THEN
-      UPDATE traversal SET failure_reason = 'resource row ' || j.resource_id || ' vanished' WHERE id = t.id;
-    END IF;
     v_events := v_events || kiln_ev('node', t.id, j.resource_id, r.name, NULL, NULL, NULL, 'skipped: the traversal is failing',
                                     v_node || jsonb_build_object('state', 'SKIPPED'));
-    PERFORM kiln_emit(s.id, v_events);
-    PERFORM kiln_maybe_finish_failed(s.id, t.id);
-    RETURN jsonb_build_object('outcome', 'skipped');
+    RETURN jsonb_build_object('result', jsonb_build_object('outcome', 'skipped'), 'events', v_events, 'settle', t.id);
   END IF;
 
   IF r.engine_id IS NOT NULL AND r.lease_expires_at < now() THEN
@@ -164,12 +241,7 @@ BEGIN
       -- Do not wait for a delete this traversal would undo: create a replacement now.
       UPDATE sync_point SET state = 'RUNNING', actor_id = r.id, updated_at = now()
        WHERE traversal_id = j.traversal_id AND resource_id = v_key AND is_update = j.is_update;
-      PERFORM kiln_emit(s.id, v_events);
-      RETURN jsonb_build_object('outcome', 'replace_deleting', 'resource', to_jsonb(r),
-        'inputs', kiln_node_inputs(j.traversal_id, v_key, j.is_update),
-        'replaces_uuid', (SELECT x.uuid FROM resource x WHERE x.id = r.replaces),
-        'stack', jsonb_build_object('id', s.id, 'name', s.name, 'action', s.action),
-        'traversal', jsonb_build_object('id', t.id, 'action', t.action, 'raw_template_id', t.raw_template_id, 'deadline', t.deadline));
+      RETURN jsonb_build_object('result', kiln_locked_reply('replace_deleting', to_jsonb(r), s, t, v_key, j.is_update), 'events', v_events);
     END IF;
     -- Held by a live worker of an older traversal: stop here. The holder
     -- retriggers this node when it lets go (kiln_retrigger_waiter). A newer
@@ -181,8 +253,7 @@ BEGIN
     v_events := v_events || kiln_ev('node', t.id, r.id, r.name, r.physical_id, NULL, NULL,
       'blocked: locked by an older traversal',
       v_node || jsonb_build_object('state', 'BLOCKED', 'blocked_by', r.lock_traversal_id, 'holder', r.engine_id, 'lease_expires_at', r.lease_expires_at));
-    PERFORM kiln_emit(s.id, v_events);
-    RETURN jsonb_build_object('outcome', 'blocked', 'blocked_by', r.lock_traversal_id);
+    RETURN jsonb_build_object('result', jsonb_build_object('outcome', 'blocked', 'blocked_by', r.lock_traversal_id), 'events', v_events);
   END IF;
 
   v_action := kiln_predicted_action(r, j.is_update, t.raw_template_id, t.action);
@@ -203,17 +274,63 @@ BEGIN
     CASE WHEN v_action IS NULL THEN 'running' ELSE 'state changed' END,
     v_node || jsonb_build_object('state', 'RUNNING', 'lock', 'acquired', 'worker', p_worker, 'lease_expires_at', r.lease_expires_at,
                                  'satisfied', sp.satisfied, 'required', sp.required));
-  PERFORM kiln_emit(s.id, v_events);
-  RETURN jsonb_build_object('outcome', 'locked', 'resource', to_jsonb(r) || v_before,
-    'inputs', kiln_node_inputs(j.traversal_id, v_key, j.is_update),
-        'replaces_uuid', (SELECT x.uuid FROM resource x WHERE x.id = r.replaces),
-    'stack', jsonb_build_object('id', s.id, 'name', s.name, 'action', s.action),
-    'traversal', jsonb_build_object('id', t.id, 'action', t.action, 'raw_template_id', t.raw_template_id, 'deadline', t.deadline));
+  RETURN jsonb_build_object('result', kiln_locked_reply('locked', to_jsonb(r) || v_before, s, t, v_key, j.is_update), 'events', v_events);
+END $$;
+
+CREATE OR REPLACE FUNCTION kiln_begin_node(p_job bigint, p_worker uuid, p_lease_ms int) RETURNS jsonb LANGUAGE plpgsql AS $$
+DECLARE
+  v_stack uuid := (SELECT stack_id FROM job WHERE id = p_job);
+  v jsonb := kiln_begin_core(p_job, p_worker, p_lease_ms, false);
+BEGIN
+  PERFORM kiln_emit(v_stack, v->'events');
+  RETURN (v->'result') || jsonb_build_object('settle', v->'settle');
+END $$;
+
+-- kiln_claim_jobs: claim up to p_limit available jobs (oldest first, SKIP
+-- LOCKED: graphile-worker's pattern) and begin each check_resource job in the
+-- same transaction, so a queued node costs one round trip before its action,
+-- not two. A begin that would have to wait for a lock answers 'later' and its
+-- job is returned claimed but not begun. Events are published per stack, in
+-- stack order, at the end (lock order 5).
+-- Returns { jobs: [{ job, begun }], settle: [{ stack_id, traversal_id }] }.
+CREATE OR REPLACE FUNCTION kiln_claim_jobs(p_worker uuid, p_limit int, p_lease_ms int) RETURNS jsonb LANGUAGE plpgsql AS $$
+DECLARE
+  v_job job%ROWTYPE;
+  v_out jsonb := '[]';
+  v jsonb;
+  v_events jsonb := '{}';
+  v_stack text;
+  v_settle jsonb := '[]';
+BEGIN
+  FOR v_job IN
+    -- The pick is a CTE, evaluated once (an IN (subquery … LIMIT) may be re-run and claim more).
+    WITH picked AS (SELECT id FROM job WHERE locked_by IS NULL AND run_at <= clock_timestamp() ORDER BY id LIMIT p_limit FOR UPDATE SKIP LOCKED),
+    claimed AS (
+      UPDATE job SET locked_by = p_worker, locked_at = now(), attempts = attempts + 1 FROM picked WHERE job.id = picked.id
+      RETURNING job.*)
+    SELECT * FROM claimed ORDER BY stack_id, id
+  LOOP
+    v := NULL;
+    IF v_job.kind = 'check_resource' THEN
+      v := kiln_begin_core(v_job.id, p_worker, p_lease_ms, true);
+      IF jsonb_array_length(v->'events') > 0 THEN
+        v_events := jsonb_set(v_events, ARRAY[v_job.stack_id::text], coalesce(v_events->(v_job.stack_id::text), '[]') || (v->'events'));
+      END IF;
+      IF v->>'settle' IS NOT NULL THEN
+        v_settle := v_settle || jsonb_build_array(jsonb_build_object('stack_id', v_job.stack_id, 'traversal_id', v->'settle'));
+      END IF;
+    END IF;
+    v_out := v_out || jsonb_build_array(jsonb_build_object('job', to_jsonb(v_job), 'begun', v->'result'));
+  END LOOP;
+  FOR v_stack IN SELECT k FROM jsonb_object_keys(v_events) k ORDER BY k::uuid LOOP
+    PERFORM kiln_emit(v_stack::uuid, v_events->v_stack);
+  END LOOP;
+  RETURN jsonb_build_object('jobs', v_out, 'settle', v_settle);
 END $$;
 
 -- lib/db/functions/30_finish_node.sql
 -- kiln_finish_node: a worker is done with a node. One round trip, one
--- transaction, under the stack row lock:
+-- transaction (lock order: 10_events.sql):
 --
 --   1. release the row's lock, writing its new state (guarded: the lock must
 --      still be ours — a lock broken after our lease ran out is not ours);
@@ -221,17 +338,23 @@ END $$;
 --      (every exit path of a lock holder — success, failure, timeout, abort,
 --      replacement — comes through here or kiln_replace_node);
 --   3. if the traversal is still current:
---        failure -> the traversal is failing; when nothing is in flight the
---                   stack is FAILED (and a rollback job queued if enabled);
+--        failure -> the traversal is failing (kiln_settle then fails the
+--                   stack once nothing is in flight);
 --        success -> report to each successor's sync point (one sync_input row
 --                   per edge: O(edges) in total); the report that completes a
 --                   node's set makes it READY and inserts its job (the first
---                   one pre-claimed by this worker when p_result.claim, so it
---                   can continue without a queue hop); a root counts down the
---                   traversal, and the last one completes it.
+--                   one pre-claimed by this worker when p_result.claim, and
+--                   begun too when it can be without waiting, so the worker
+--                   continues without a queue hop or another round trip); a
+--                   root counts down the traversal.
+--
+-- Node steps of one stack run side by side (they share the stack row), so
+-- anything that changes the stack row itself — COMPLETE, FAILED, a rollback —
+-- is left to kiln_settle, which the caller runs after commit when the reply
+-- names a traversal in `settle` (and the sweeper runs if the caller died).
 --
 -- p_result: { ok, reason, set: {column: value, …}, resource_event, payload,
---             successors: [[rid, is_update], …] (cast order), is_root, claim, deleted }
+--             successors: [[rid, is_update], …], is_root, claim, deleted, begin_lease_ms }
 
 CREATE OR REPLACE FUNCTION kiln_retrigger_waiter(p_stack stack, p_rid int, p_trav uuid, p_upd boolean) RETURNS jsonb LANGUAGE plpgsql AS $$
 DECLARE
@@ -246,6 +369,13 @@ BEGIN
   RETURN kiln_ev('node', p_trav, p_rid, v_name, NULL, NULL, NULL, 'retriggered: the older traversal released the lock',
                  jsonb_build_object('rid', p_rid, 'update', p_upd, 'state', 'READY', 'retriggered', true));
 END $$;
+
+-- A stack left IN_PROGRESS: NOTIFY kiln_stack '{stack_id, traversal_id, action, status}',
+-- for whoever waits for an operation to end (the bench; scripts) without
+-- reading every event.
+CREATE OR REPLACE FUNCTION kiln_notify_settled(p_stack uuid, p_trav uuid, p_action text, p_status text) RETURNS void LANGUAGE sql AS $$
+  SELECT pg_notify('kiln_stack', json_build_object('stack_id', p_stack, 'traversal_id', p_trav, 'action', p_action, 'status', p_status)::text)
+$$;
 
 -- When a failing traversal has nothing left in flight: stack FAILED, the rest
 -- of its queue dropped, and (if the stack rolls back on failure) a rollback job.
@@ -268,6 +398,7 @@ BEGIN
   DELETE FROM job WHERE traversal_id = p_trav AND kind = 'check_resource';
   UPDATE sync_point SET state = 'SKIPPED', updated_at = now() WHERE traversal_id = p_trav AND state IN ('WAITING', 'READY', 'BLOCKED');
   PERFORM kiln_emit(p_stack, jsonb_build_array(kiln_ev('stack', p_trav, NULL, NULL, NULL, s.action, 'FAILED', v_reason, NULL)));
+  PERFORM kiln_notify_settled(p_stack, p_trav, s.action, 'FAILED');
   IF NOT s.disable_rollback AND t.action IN ('CREATE', 'UPDATE') THEN
     INSERT INTO job (kind, stack_id, traversal_id) VALUES ('rollback', p_stack, p_trav);
     PERFORM pg_notify('kiln_jobs', '');
@@ -292,6 +423,7 @@ BEGIN
   IF NOT FOUND THEN RETURN; END IF;
   UPDATE traversal SET outcome = 'COMPLETE', outcome_reason = v_reason, ended_at = now() WHERE id = p_trav;
   PERFORM kiln_emit(p_stack, jsonb_build_array(kiln_ev('stack', p_trav, NULL, NULL, NULL, s.action, 'COMPLETE', v_reason, NULL)));
+  PERFORM kiln_notify_settled(p_stack, p_trav, s.action, 'COMPLETE');
   DELETE FROM resource WHERE stack_id = p_stack AND action = 'DELETE' AND status = 'COMPLETE' AND engine_id IS NULL;
   DELETE FROM sync_input WHERE traversal_id = p_trav;
   DELETE FROM sync_point WHERE traversal_id = p_trav;
@@ -307,6 +439,8 @@ DECLARE
   v_new job%ROWTYPE;
   v_set jsonb := coalesce(p_result->'set', '{}');
   v_ok boolean := coalesce((p_result->>'ok')::boolean, false);
+  v_succs jsonb := coalesce(p_result->'successors', '[]');
+  v_current boolean;
   v_key int;
   v_node jsonb;
   v_events jsonb := '[]';
@@ -320,15 +454,15 @@ DECLARE
   v_claimed jsonb;
   v_queued int := 0;
   v_pending int;
-  v_failed_done boolean := false;
-  v_begun jsonb;
+  v_settle uuid;
+  v_begin jsonb;
 BEGIN
   SELECT * INTO j FROM job WHERE id = p_job;
   IF NOT FOUND OR j.locked_by IS DISTINCT FROM p_worker THEN
     -- Already finished (a retry after a lost reply) or taken away by the sweeper.
     RETURN jsonb_build_object('outcome', 'gone');
   END IF;
-  SELECT * INTO s FROM stack WHERE id = j.stack_id FOR NO KEY UPDATE;
+  SELECT * INTO s FROM stack WHERE id = j.stack_id FOR SHARE;
   SELECT * INTO r FROM resource WHERE id = j.resource_id FOR UPDATE;
   IF NOT FOUND OR r.engine_id IS DISTINCT FROM p_worker THEN
     -- Our lease ran out and the lock was broken; whoever broke it re-runs the node.
@@ -339,6 +473,7 @@ BEGIN
   v_waiter_upd := r.waiter_is_update;
   v_key := coalesce(j.graph_key_id, j.resource_id);
   v_node := jsonb_build_object('rid', v_key, 'update', j.is_update, 'actor', r.id);
+  v_current := s.current_traversal_id IS NOT DISTINCT FROM j.traversal_id;
 
   UPDATE resource SET
     action = coalesce(v_set->>'action', action),
@@ -362,37 +497,45 @@ BEGIN
   IF coalesce((p_result->>'deleted')::boolean, false) THEN
     -- The replaced row is gone: its replacement no longer replaces anything (Heat's _update_replacement_data).
     UPDATE resource SET replaces = NULL
-     WHERE stack_id = s.id AND replaces = r.id
+     WHERE replaces = r.id AND stack_id = s.id
        AND current_template_id = (SELECT raw_template_id FROM traversal WHERE id = j.traversal_id);
   END IF;
+
+  -- Every sync point this transaction writes, locked at once in the global order.
+  PERFORM kiln_lock_sync_points(
+    CASE WHEN v_current THEN jsonb_build_array(jsonb_build_array(j.traversal_id, v_key, j.is_update)) ELSE '[]'::jsonb END
+    || CASE WHEN v_current AND v_ok
+         THEN (SELECT coalesce(jsonb_agg(jsonb_build_array(j.traversal_id, e->0, e->1)), '[]') FROM jsonb_array_elements(v_succs) e)
+         ELSE '[]'::jsonb END
+    || CASE WHEN v_waiter_trav IS NOT NULL AND v_waiter_trav = s.current_traversal_id
+         THEN jsonb_build_array(jsonb_build_array(v_waiter_trav, r.id, v_waiter_upd)) ELSE '[]'::jsonb END);
 
   v_events := v_events || kiln_ev(CASE WHEN coalesce((p_result->>'resource_event')::boolean, false) THEN 'resource' ELSE 'node' END,
     j.traversal_id, r.id, r.name, r.physical_id,
     CASE WHEN coalesce((p_result->>'resource_event')::boolean, false) THEN r.action END,
     CASE WHEN coalesce((p_result->>'resource_event')::boolean, false) THEN r.status END,
     coalesce(p_result->>'reason', CASE WHEN v_ok THEN 'done' ELSE 'failed' END),
-    v_node || jsonb_build_object('state', CASE WHEN v_ok THEN 'DONE' ELSE 'FAILED' END, 'lock', 'released',
-                                 'stale', s.current_traversal_id IS DISTINCT FROM j.traversal_id)
+    v_node || jsonb_build_object('state', CASE WHEN v_ok THEN 'DONE' ELSE 'FAILED' END, 'lock', 'released', 'stale', NOT v_current)
            || coalesce(p_result->'event_data', '{}'));
 
-  IF s.current_traversal_id IS NOT DISTINCT FROM j.traversal_id THEN
+  IF v_current THEN
     SELECT * INTO t FROM traversal WHERE id = j.traversal_id;
     IF NOT v_ok THEN
       UPDATE sync_point SET state = 'FAILED', updated_at = now()
        WHERE traversal_id = t.id AND resource_id = v_key AND is_update = j.is_update;
-      IF t.failure_reason IS NULL THEN
-        UPDATE traversal SET failure_reason = coalesce(p_result->>'reason', 'resource failed') WHERE id = t.id;
+      UPDATE traversal SET failure_reason = coalesce(p_result->>'reason', 'resource failed') WHERE id = t.id AND failure_reason IS NULL;
+      IF FOUND THEN
         v_events := v_events || kiln_ev('stack', t.id, NULL, NULL, NULL, t.action, 'IN_PROGRESS',
           'failing: ' || coalesce(p_result->>'reason', 'resource failed'), jsonb_build_object('failing', true));
       END IF;
-      v_failed_done := true;
+      v_settle := t.id;
     ELSE
       UPDATE sync_point SET state = 'DONE', actor_id = r.id, updated_at = now()
        WHERE traversal_id = t.id AND resource_id = v_key AND is_update = j.is_update;
       IF t.failure_reason IS NOT NULL THEN
-        v_failed_done := true;
+        v_settle := t.id;
       ELSE
-        FOR v_succ IN SELECT value FROM jsonb_array_elements(coalesce(p_result->'successors', '[]')) LOOP
+        FOR v_succ IN SELECT value FROM jsonb_array_elements(v_succs) LOOP
           v_srid := (v_succ->>0)::int;
           v_supd := (v_succ->>1)::boolean;
           INSERT INTO sync_input (traversal_id, resource_id, is_update, sender_id, sender_is_update, payload)
@@ -424,6 +567,7 @@ BEGIN
         END LOOP;
         IF coalesce((p_result->>'is_root')::boolean, false) THEN
           UPDATE traversal SET roots_pending = roots_pending - 1 WHERE id = t.id RETURNING roots_pending INTO v_pending;
+          IF v_pending = 0 THEN v_settle := t.id; END IF;
         END IF;
       END IF;
     END IF;
@@ -434,16 +578,39 @@ BEGIN
     v_events := v_events || v_ev;
     v_queued := v_queued + 1;
   END IF;
-  PERFORM kiln_emit(s.id, v_events);
-  IF v_pending = 0 THEN PERFORM kiln_complete_traversal(s.id, j.traversal_id); END IF;
-  IF v_failed_done THEN PERFORM kiln_maybe_finish_failed(s.id, j.traversal_id); END IF;
-  IF v_queued > 0 THEN PERFORM pg_notify('kiln_jobs', ''); END IF;
-  -- The successor we claimed is begun here too (its row locked, node RUNNING): the worker
-  -- continues with it without another round trip.
+  -- The successor we claimed is begun here too when that needs no waiting (its
+  -- row locked, node RUNNING): the worker continues without another round trip.
   IF v_claimed IS NOT NULL AND p_result ? 'begin_lease_ms' THEN
-    v_begun := kiln_begin_node((v_claimed->>'id')::bigint, p_worker, (p_result->>'begin_lease_ms')::int);
+    v_begin := kiln_begin_core((v_claimed->>'id')::bigint, p_worker, (p_result->>'begin_lease_ms')::int, true);
+    v_events := v_events || (v_begin->'events');
+    v_settle := coalesce(v_settle, (v_begin->>'settle')::uuid);
   END IF;
-  RETURN jsonb_build_object('outcome', 'ok', 'claimed', v_claimed, 'queued', v_queued, 'begun', v_begun);
+  PERFORM kiln_emit(s.id, v_events);
+  IF v_queued > 0 THEN PERFORM pg_notify('kiln_jobs', ''); END IF;
+  RETURN jsonb_build_object('outcome', 'ok', 'claimed', v_claimed, 'queued', v_queued,
+    'begun', CASE WHEN v_begin->'result'->>'outcome' <> 'later' THEN v_begin->'result' END, 'settle', v_settle);
+END $$;
+
+-- kiln_settle: after a node step reported that its traversal may have ended
+-- (the last root done, or a failure), decide the stack's status — alone on the
+-- stack row. Idempotent; the sweeper calls it too for a caller that died.
+CREATE OR REPLACE FUNCTION kiln_settle(p_stack uuid, p_trav uuid) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+  s stack%ROWTYPE;
+  t traversal%ROWTYPE;
+BEGIN
+  SELECT * INTO s FROM stack WHERE id = p_stack FOR NO KEY UPDATE;
+  IF NOT FOUND OR s.current_traversal_id IS DISTINCT FROM p_trav THEN RETURN 'stale'; END IF;
+  SELECT * INTO t FROM traversal WHERE id = p_trav;
+  IF t.outcome IS NOT NULL THEN RETURN t.outcome; END IF;
+  IF t.failure_reason IS NOT NULL THEN
+    RETURN CASE WHEN kiln_maybe_finish_failed(p_stack, p_trav) THEN 'FAILED' ELSE 'failing' END;
+  END IF;
+  IF t.roots_pending <= 0 THEN
+    PERFORM kiln_complete_traversal(p_stack, p_trav);
+    RETURN 'COMPLETE';
+  END IF;
+  RETURN 'running';
 END $$;
 
 -- lib/db/functions/40_replace_node.sql
@@ -454,7 +621,9 @@ END $$;
 -- hand the node to a job for the new row. The new row *impersonates* the old
 -- row's graph node: its successors and the stack hear from the node they wait for.
 --
--- p_spec: { type, requires: [ids], reason, claim, holds_lock }
+-- p_spec: { type, requires: [ids], reason, claim, holds_lock, begin_lease_ms }
+-- With claim and begin_lease_ms the new row is also begun (locked, RUNNING) in
+-- this transaction, as kiln_finish_node does for a successor.
 -- holds_lock = false for the "row is being deleted by an older traversal" case,
 -- where the old row stays locked by that traversal's worker.
 
@@ -473,10 +642,11 @@ DECLARE
   v_ev jsonb;
   v_waiter_trav uuid;
   v_waiter_upd boolean;
+  v_begin jsonb;
 BEGIN
   SELECT * INTO j FROM job WHERE id = p_job;
   IF NOT FOUND OR j.locked_by IS DISTINCT FROM p_worker THEN RETURN jsonb_build_object('outcome', 'gone'); END IF;
-  SELECT * INTO s FROM stack WHERE id = j.stack_id FOR NO KEY UPDATE;
+  SELECT * INTO s FROM stack WHERE id = j.stack_id FOR SHARE;
   SELECT * INTO r FROM resource WHERE id = j.resource_id FOR UPDATE;
   IF v_holds AND r.engine_id IS DISTINCT FROM p_worker THEN
     DELETE FROM job WHERE id = p_job;
@@ -508,6 +678,8 @@ BEGIN
           ARRAY(SELECT jsonb_array_elements_text(coalesce(p_spec->'requires', '[]'))::int), r.id, t.id)
   RETURNING * INTO v_new;
   UPDATE resource SET replaced_by = v_new.id, atomic_key = atomic_key + 1 WHERE id = r.id;
+  PERFORM kiln_lock_sync_points(jsonb_build_array(jsonb_build_array(t.id, v_key, true))
+    || CASE WHEN v_waiter_trav = t.id THEN jsonb_build_array(jsonb_build_array(v_waiter_trav, r.id, v_waiter_upd)) ELSE '[]'::jsonb END);
   UPDATE sync_point SET state = 'READY', actor_id = v_new.id, updated_at = now()
    WHERE traversal_id = t.id AND resource_id = v_key AND is_update = true;
   INSERT INTO job (kind, stack_id, traversal_id, resource_id, is_update, graph_key_id, locked_by, locked_at, attempts)
@@ -519,9 +691,14 @@ BEGIN
     jsonb_build_object('rid', v_key, 'update', true, 'state', 'READY', 'replaced_by', v_new.id, 'lock', CASE WHEN v_holds THEN 'released' END));
   v_ev := kiln_retrigger_waiter(s, r.id, v_waiter_trav, v_waiter_upd);
   IF v_ev IS NOT NULL THEN v_events := v_events || v_ev; END IF;
+  IF v_claim AND p_spec ? 'begin_lease_ms' THEN
+    v_begin := kiln_begin_core(v_job.id, p_worker, (p_spec->>'begin_lease_ms')::int, true);
+    v_events := v_events || (v_begin->'events');
+  END IF;
   PERFORM kiln_emit(s.id, v_events);
   IF NOT v_claim OR v_ev IS NOT NULL THEN PERFORM pg_notify('kiln_jobs', ''); END IF;
-  RETURN jsonb_build_object('outcome', 'ok', 'replacement', to_jsonb(v_new), 'claimed', CASE WHEN v_claim THEN to_jsonb(v_job) END);
+  RETURN jsonb_build_object('outcome', 'ok', 'replacement', to_jsonb(v_new), 'claimed', CASE WHEN v_claim THEN to_jsonb(v_job) END,
+    'begun', CASE WHEN v_begin->'result'->>'outcome' <> 'later' THEN v_begin->'result' END, 'settle', v_begin->'settle');
 END $$;
 
 -- An in-place update is about to start: show UPDATE_IN_PROGRESS (creates and
@@ -534,7 +711,7 @@ DECLARE
 BEGIN
   SELECT * INTO j FROM job WHERE id = p_job;
   IF NOT FOUND OR j.locked_by IS DISTINCT FROM p_worker THEN RETURN false; END IF;
-  PERFORM 1 FROM stack WHERE id = j.stack_id FOR NO KEY UPDATE;
+  PERFORM 1 FROM stack WHERE id = j.stack_id FOR SHARE;
   UPDATE resource SET action = p_action, status = 'IN_PROGRESS', status_reason = 'state changed',
          atomic_key = atomic_key + 1, updated_at = now()
    WHERE id = j.resource_id AND engine_id = p_worker RETURNING * INTO r;
@@ -552,7 +729,7 @@ DECLARE
 BEGIN
   SELECT * INTO j FROM job WHERE id = p_job;
   IF NOT FOUND OR j.locked_by IS DISTINCT FROM p_worker THEN RETURN; END IF;
-  PERFORM 1 FROM stack WHERE id = j.stack_id FOR NO KEY UPDATE;
+  PERFORM 1 FROM stack WHERE id = j.stack_id FOR SHARE;
   SELECT * INTO r FROM resource WHERE id = j.resource_id;
   PERFORM kiln_emit(j.stack_id, jsonb_build_array(kiln_ev('progress', j.traversal_id, r.id, r.name, r.physical_id, NULL, NULL, p_message,
     jsonb_build_object('rid', coalesce(j.graph_key_id, r.id), 'update', j.is_update, 'fraction', p_fraction))));
@@ -572,7 +749,9 @@ END $$;
 --      told to abort (NOTIFY kiln_abort);
 --   d. lost messages: READY nodes with no job, BLOCKED nodes whose row is no
 --      longer locked (the retrigger went missing), RUNNING nodes whose row is
---      not locked by anyone: put back in the queue.
+--      not locked by anyone: put back in the queue;
+--   e. a traversal whose last root reported, or that failed, but whose stack
+--      was not settled (the worker died between its finish and kiln_settle).
 
 CREATE OR REPLACE FUNCTION kiln_sweep_candidates(p_lease_ms int) RETURNS TABLE (stack_id uuid) LANGUAGE sql STABLE AS $$
   SELECT r.stack_id FROM resource r WHERE r.engine_id IS NOT NULL AND r.lease_expires_at < now()
@@ -582,7 +761,7 @@ CREATE OR REPLACE FUNCTION kiln_sweep_candidates(p_lease_ms int) RETURNS TABLE (
      AND NOT EXISTS (SELECT 1 FROM worker w WHERE w.id = j.locked_by AND w.stopped_at IS NULL
                        AND w.heartbeat_at > now() - p_lease_ms * interval '1 millisecond')
   UNION
-  SELECT t.stack_id FROM traversal t WHERE t.outcome IS NULL AND (t.deadline < now() OR t.failure_reason IS NOT NULL)
+  SELECT t.stack_id FROM traversal t WHERE t.outcome IS NULL AND (t.deadline < now() OR t.failure_reason IS NOT NULL OR t.roots_pending <= 0)
   UNION
   SELECT t.stack_id FROM traversal t JOIN sync_point sp ON sp.traversal_id = t.id
    WHERE t.outcome IS NULL AND sp.state IN ('READY', 'BLOCKED', 'RUNNING') AND sp.updated_at < now() - interval '2 seconds'
@@ -671,7 +850,8 @@ BEGIN
   END IF;
 
   PERFORM kiln_emit(s.id, v_events);
-  IF t.id IS NOT NULL AND t.failure_reason IS NOT NULL THEN PERFORM kiln_maybe_finish_failed(s.id, t.id); END IF;
+  -- e. settle (complete or fail the stack) if its traversal ended
+  IF t.id IS NOT NULL THEN PERFORM kiln_settle(s.id, t.id); END IF;
   IF v_requeued > 0 OR v_released > 0 THEN PERFORM pg_notify('kiln_jobs', ''); END IF;
   RETURN jsonb_build_object('broken', v_broken, 'requeued', v_requeued, 'released', v_released, 'timed_out', v_timed_out);
 END $$;
@@ -686,7 +866,9 @@ BEGIN
   UPDATE worker SET heartbeat_at = now(), state = CASE WHEN state = 'dead' THEN 'running' ELSE state END
    WHERE id = p_worker AND stopped_at IS NULL;
   IF NOT FOUND THEN RETURN -1; END IF;
-  UPDATE resource SET lease_expires_at = now() + p_lease_ms * interval '1 millisecond' WHERE engine_id = p_worker AND id = ANY(p_rows);
+  -- Rows in id order, as every other multi-row lock of resource rows.
+  UPDATE resource SET lease_expires_at = now() + p_lease_ms * interval '1 millisecond'
+   WHERE id IN (SELECT id FROM resource WHERE engine_id = p_worker AND id = ANY(p_rows) ORDER BY id FOR UPDATE);
   GET DIAGNOSTICS v_n = ROW_COUNT;
   RETURN v_n;
 END $$;

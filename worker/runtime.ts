@@ -13,7 +13,7 @@
 import crypto from 'node:crypto'
 import pg from 'pg'
 import type { Db } from '../lib/db/client'
-import { claimJobs, releaseJobs } from '../lib/db/queries/queue'
+import { claimAndBeginJobs, releaseJobs } from '../lib/db/queries/queue'
 import { heartbeat, nextSweepAt, pruneEvents, registerWorker, setWorkerState, sweep } from '../lib/db/queries/workers'
 import { createStore } from '../lib/db/store'
 import type { ClaimedJob } from '../lib/engine/ports'
@@ -245,7 +245,7 @@ export class WorkerRuntime {
         this.wanted = false
         const free = this.opts.concurrency - this.inFlight.size
         if (free <= 0) break
-        const jobs = await claimJobs(this.opts.db.pool, this.id, free)
+        const jobs = await claimAndBeginJobs(this.opts.db.pool, this.id, free, this.opts.leaseMs)
         this.stats.claimed += jobs.length
         for (const job of jobs) this.runSlot(job)
         if (jobs.length === free) this.wanted = true

@@ -24,6 +24,8 @@ export interface EmbeddedPostgresOptions {
   /** Fixed port; otherwise the port stored from the last run, or the first free one from 55440. */
   port?: number
   log?: (line: string) => void
+  /** Extra server settings (`-c name=value`), e.g. the bench's profiling switches. */
+  settings?: Record<string, string>
 }
 
 export interface RunningPostgres {
@@ -180,7 +182,8 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
     const pgLog = path.join(path.dirname(dataDir), `${path.basename(dataDir)}.log`)
     fs.writeFileSync(pgLog, '', { flag: 'a' })
     if (owner) fs.chownSync(pgLog, owner.uid, owner.gid)
-    const flags = `-p ${port} -c listen_addresses=127.0.0.1 -c unix_socket_directories='' -c max_connections=300 -c fsync=on`
+    const flags = `-p ${port} -c listen_addresses=127.0.0.1 -c unix_socket_directories='' -c max_connections=300 -c fsync=on` +
+      Object.entries(opts.settings ?? {}).map(([k, v]) => ` -c ${k}=${v}`).join('')
     try {
       await run(bin.pg_ctl, ['start', '-w', '-t', '60', '-D', dataDir, '-l', pgLog, '-o', flags], { ...asOwner, env: pgEnv })
       startedHere = true

@@ -21,7 +21,7 @@ export function createStore(pool: pg.Pool, opts: StoreOptions): ConvergenceStore
   return {
     beginNode: (job) => retry('begin', () => beginNode(pool, opts.workerId, opts.leaseMs, job)),
     finishNode: (job, req) => retry('finish', () => finishNode(pool, opts.workerId, job, req, opts.leaseMs)),
-    replaceNode: (job, req) => retry('replace', () => replaceNode(pool, opts.workerId, job, req)),
+    replaceNode: (job, req) => retry('replace', () => replaceNode(pool, opts.workerId, job, req, opts.leaseMs)),
     markInProgress: (job, action) => retry('mark', () => markInProgress(pool, opts.workerId, job, action)),
     reportProgress: (job, message, fraction) => reportProgress(pool, opts.workerId, job, message, fraction).catch(() => {}),
     loadTraversal: (id) => retry('load', () => loadTraversal(pool, id)),

@@ -235,8 +235,10 @@ class NodeRun {
         return this.completed('CREATE', def.type, props, res.value, common, 'created')
       }
       case 'update': {
-        await this.deps.store.markInProgress(this.job, 'UPDATE')
         const prev = { physicalId: this.row.physicalId, properties: this.row.properties ?? {}, attributes: this.row.attributes ?? {}, data: this.row.data ?? {} }
+        const replaceWhy = type.replaceOnUpdate?.(props, prev, decision.changed)
+        if (replaceWhy) return this.replace(def.type, replaceWhy, true)
+        await this.deps.store.markInProgress(this.job, 'UPDATE')
         const res = await this.act((rc) => type.update(rc, props, prev, decision.changed))
         if (!res.ok) {
           if (res.error instanceof ReplaceRequired && !res.aborted) return this.replace(def.type, res.error.message, true)

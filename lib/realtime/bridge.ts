@@ -124,8 +124,8 @@ export function startBridge(opts: { url: string; pool: pg.Pool; rooms: RoomEmitt
       return delivered
     },
     async track(stackId: string) {
-      const { rows } = await opts.pool.query(`SELECT event_seq, project_id FROM stack WHERE id = $1`, [stackId])
-      const seq = Number(rows[0]?.event_seq ?? 0)
+      const { rows } = await opts.pool.query(`SELECT kiln_last_seq(id) AS last_seq, project_id FROM stack WHERE id = $1`, [stackId])
+      const seq = Number(rows[0]?.last_seq ?? 0)
       if (rows[0]) projectOf.set(stackId, String(rows[0].project_id))
       // A stack already served keeps its position: moving it back would send events the
       // room's other members already have (found by the load suite). The new member

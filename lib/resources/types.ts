@@ -108,6 +108,12 @@ export interface ResourceType {
    * Throw `ReplaceRequired` to ask for a replacement instead ("replace me").
    */
   update(ctx: ResourceContext, props: Record<string, unknown>, prev: ResourceState, changed: string[]): Promise<ActionResult>
+  /**
+   * Optional, pure: decide before anything changes that this update must replace
+   * the resource (a reason) or not (null). Saves marking the row
+   * UPDATE_IN_PROGRESS for an update that then asks to be replaced.
+   */
+  replaceOnUpdate?(props: Record<string, unknown>, prev: ResourceState, changed: string[]): string | null
   /** Delete the resource. Must succeed when it is already gone. */
   delete(ctx: ResourceContext, state: ResourceState): Promise<void>
   /** Verify the resource still exists and is healthy (stack check). Throw if not. */

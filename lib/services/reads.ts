@@ -72,7 +72,7 @@ export function createReadService(pool: pg.Pool, registry: Registry) {
   async function stackRow(actor: Actor, ref: string): Promise<Record<string, unknown>> {
     const byId = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(ref)
     const { rows } = await pool.query(
-      `SELECT * FROM stack WHERE ${byId ? 'id' : 'name'} = $1 AND project_id = $2 ${byId ? '' : 'AND deleted_at IS NULL'} ORDER BY created_at DESC LIMIT 1`,
+      `SELECT *, kiln_last_seq(id) AS last_seq FROM stack WHERE ${byId ? 'id' : 'name'} = $1 AND project_id = $2 ${byId ? '' : 'AND deleted_at IS NULL'} ORDER BY created_at DESC LIMIT 1`,
       [ref, actor.projectId],
     )
     if (!rows[0]) throw new NotFoundError(`stack ${ref} not found`)
@@ -219,7 +219,7 @@ export function createReadService(pool: pg.Pool, registry: Registry) {
         parameters: maskedParameters(t),
         outputs: await outputs(s),
         deletedAt: iso(s.deleted_at),
-        lastSeq: Number(s.event_seq),
+        lastSeq: Number(s.last_seq),
       }
     },
 
@@ -290,7 +290,7 @@ export function createReadService(pool: pg.Pool, registry: Registry) {
         data: redact((r.data as Record<string, unknown> | null) ?? null, secrets),
         at: iso(r.created_at)!,
       }))
-      return { stackId: String(s.id), lastSeq: Number(s.event_seq), events }
+      return { stackId: String(s.id), lastSeq: Number(s.last_seq), events }
     },
 
     async traversals(actor: Actor, ref: string) {

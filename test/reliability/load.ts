@@ -121,7 +121,7 @@ export async function runLoad(c: TestCluster, o: LoadOptions): Promise<LoadRepor
   // Let the traversals finish, then every socket must have seen every event of its stack.
   for (const id of ids) await c.settle(id, 120_000)
   const lastSeq = new Map<string, number>()
-  for (const id of ids) lastSeq.set(id, Number((await c.db.pool.query('SELECT event_seq FROM stack WHERE id = $1', [id])).rows[0].event_seq))
+  for (const id of ids) lastSeq.set(id, Number((await c.db.pool.query('SELECT kiln_last_seq($1) AS seq', [id])).rows[0].seq))
   await c.waitFor(async () => followers.every((f) => (f.seqs.at(-1) ?? f.from) >= lastSeq.get(f.stackId)!), 15_000, 'sockets to catch up').catch(() => {})
   let dropped = 0
   let disordered = 0

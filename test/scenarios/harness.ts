@@ -173,7 +173,9 @@ export class Scenario {
   }
 
   private async workerStep(): Promise<boolean> {
-    const [job] = await claimJobs(this.db.pool, this.deps.workerId, 1)
+    const claimed = await claimJobs(this.db.pool, this.deps.workerId, 1)
+    if (claimed.length > 1) throw new Error(`asked for one job, claimed ${claimed.length}`)
+    const [job] = claimed
     if (!job) return false
     const res = await dispatchJob(this.deps, job)
     this.log(`W ${job.kind} #${job.resourceId}${job.isUpdate ? '' : '(c)'}${job.graphKeyId ? ` as #${job.graphKeyId}` : ''} -> ${res.outcome}`)
@@ -187,9 +189,14 @@ export class Scenario {
     )
     const stack = await this.db.pool.query('SELECT action, status, status_reason FROM stack WHERE id = $1', [this.stackId])
     const s = stack.rows[0]
+    const jobs = await this.db.pool.query(
+      `SELECT id, kind, resource_id, is_update, locked_by IS NOT NULL AS claimed, run_at > clock_timestamp() AS later FROM job WHERE stack_id = $1 ORDER BY id`,
+      [this.stackId],
+    )
     return [
       `stack ${s?.action}_${s?.status} ${s?.status_reason}`,
       ...rows.map((r) => `  ${r.name}#${r.id} ${r.action}_${r.status} tmpl=${String(r.current_template_id).slice(0, 8)} requires=[${r.requires}] replaces=${r.replaces} replaced_by=${r.replaced_by}${r.engine_id ? ' LOCKED' : ''}`),
+      ...jobs.rows.map((j) => `  job ${j.id} ${j.kind} #${j.resource_id}${j.is_update === false ? '(c)' : ''}${j.claimed ? ' claimed' : ''}${j.later ? ' not yet due' : ''}`),
     ].join('\n')
   }
 

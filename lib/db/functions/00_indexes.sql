@@ -11,3 +11,7 @@ CREATE INDEX IF NOT EXISTS resource_locked_lease_idx ON resource (lease_expires_
 
 -- Traversals still running (sweeper: deadlines, lost messages).
 CREATE INDEX IF NOT EXISTS traversal_running_idx ON traversal (deadline) WHERE outcome IS NULL;
+
+-- A cleanup node that deleted a replaced row clears `replaces` on its
+-- replacement: without this, one sequential scan of the stack's rows per node.
+CREATE INDEX IF NOT EXISTS resource_replaces_idx ON resource (replaces) WHERE replaces IS NOT NULL;

@@ -1,9 +1,30 @@
 -- Events: append-only, numbered 1, 2, 3, … per stack without gaps.
 --
--- Callers hold the stack row lock (every engine function takes it first), so
--- sequence numbers are assigned in commit order: a client that has seen seq n
--- can never later find a committed event with a smaller number. One NOTIFY per
--- transaction (PostgreSQL folds identical payloads) tells the web servers to
+-- Lock order of every engine transaction (no transaction ever waits for a lock
+-- earlier in this list while holding a later one, so they cannot deadlock):
+--
+--   1. the stack row: FOR SHARE by node steps (claim, begin, finish, replace,
+--      mark, progress), which run side by side; FOR NO KEY UPDATE by
+--      stack-level changes (start, cancel, settle, sweep), which run alone.
+--      Always the first lock taken.
+--   2. resource rows: the node's own (and rows whose `replaces` points at it);
+--      several only in id order (heartbeat, sweeper);
+--   3. sync_point rows, several only at once in (traversal, resource,
+--      is_update) order (kiln_lock_sync_points);
+--   4. the traversal row (roots countdown, failure, time-out);
+--   5. the stack's event-number lock (kiln_emit), once, last, held to commit.
+--
+-- A node begun inside another step (a finish or replacement continuing with
+-- the node it made ready, a claim beginning what it claimed) already holds
+-- later locks, so it never waits: every lock it needs is taken SKIP LOCKED and
+-- anything it would wait for answers 'later' (the worker then begins it in a
+-- transaction of its own).
+--
+-- Numbers are handed out under (5), a transaction-level advisory lock per
+-- stack, taken last and held to commit: numbers follow commit order, so a
+-- client that has seen seq n never later finds a committed event with a smaller
+-- number, while the rest of concurrent node steps runs in parallel. One NOTIFY
+-- per transaction (PostgreSQL folds identical payloads) tells the web servers to
 -- read the new rows; the payload is only the stack id.
 
 CREATE OR REPLACE FUNCTION kiln_ev(
@@ -15,15 +36,22 @@ CREATE OR REPLACE FUNCTION kiln_ev(
     'reason', coalesce(p_reason, ''), 'data', p_data)
 $$;
 
+-- The last event number of a stack (0 before the first event).
+CREATE OR REPLACE FUNCTION kiln_last_seq(p_stack uuid) RETURNS bigint LANGUAGE sql STABLE AS $$
+  SELECT coalesce(max(seq), 0) FROM event WHERE stack_id = p_stack
+$$;
+
 CREATE OR REPLACE FUNCTION kiln_emit(p_stack uuid, p_events jsonb) RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
-  v_n int := jsonb_array_length(p_events);
+  v_n int := coalesce(jsonb_array_length(p_events), 0);
   v_last bigint;
 BEGIN
   IF v_n = 0 THEN RETURN; END IF;
-  UPDATE stack SET event_seq = event_seq + v_n WHERE id = p_stack RETURNING event_seq INTO v_last;
+  -- 0x4b494c4e = 'KILN': the advisory lock class of event numbering.
+  PERFORM pg_advisory_xact_lock(1263094862, hashtext(p_stack::text));
+  SELECT coalesce(max(seq), 0) INTO v_last FROM event WHERE stack_id = p_stack;
   INSERT INTO event (stack_id, seq, traversal_id, kind, resource_id, resource_name, physical_id, action, status, reason, data)
-  SELECT p_stack, v_last - v_n + e.ord, (e.v->>'traversal_id')::uuid, e.v->>'kind', (e.v->>'resource_id')::int,
+  SELECT p_stack, v_last + e.ord, (e.v->>'traversal_id')::uuid, e.v->>'kind', (e.v->>'resource_id')::int,
          e.v->>'resource_name', e.v->>'physical_id', e.v->>'action', e.v->>'status', coalesce(e.v->>'reason', ''),
          CASE WHEN jsonb_typeof(e.v->'data') = 'null' THEN NULL ELSE e.v->'data' END
   FROM jsonb_array_elements(p_events) WITH ORDINALITY AS e(v, ord);

@@ -1,5 +1,5 @@
 -- kiln_begin_node: a worker that claimed a check_resource job asks to work on
--- its node. One round trip, one transaction, under the stack row lock:
+-- its node. One round trip, one transaction (lock order: 10_events.sql):
 --
 --   1. the job's traversal must still be the stack's current one   -> else 'stale'
 --   2. the node must be READY (not already taken or done)           -> else 'duplicate'
@@ -12,6 +12,14 @@
 --   5. lock it (engine_id, lease, atomic_key+1), node RUNNING        -> 'locked'
 --
 -- Terminal outcomes delete the job; 'locked' keeps it until kiln_finish_node.
+--
+-- kiln_begin_core does the work without emitting, so that a finish, a
+-- replacement or a claim can begin a node in its own transaction and publish
+-- everything once. With p_nowait it never waits for a lock (the caller
+-- already holds later locks of the lock order): whatever would wait answers
+-- 'later', changes nothing, and the job stays claimed for a plain begin.
+-- It returns { result, events, settle } where settle names a traversal that
+-- may have ended (kiln_settle, run by the caller after commit).
 
 CREATE OR REPLACE FUNCTION kiln_predicted_action(p_row resource, p_is_update boolean, p_template uuid, p_stack_action text)
 RETURNS text LANGUAGE sql IMMUTABLE AS $$
@@ -28,7 +36,28 @@ CREATE OR REPLACE FUNCTION kiln_node_inputs(p_traversal uuid, p_rid int, p_is_up
   FROM sync_input WHERE traversal_id = p_traversal AND resource_id = p_rid AND is_update = p_is_update
 $$;
 
-CREATE OR REPLACE FUNCTION kiln_begin_node(p_job bigint, p_worker uuid, p_lease_ms int) RETURNS jsonb LANGUAGE plpgsql AS $$
+-- Lock sync points in the one global order (traversal, resource, is_update):
+-- p_keys is a JSON array of [traversal_id, resource_id, is_update]; nulls are ignored.
+CREATE OR REPLACE FUNCTION kiln_lock_sync_points(p_keys jsonb) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM 1 FROM sync_point sp
+   WHERE (sp.traversal_id, sp.resource_id, sp.is_update) IN (
+           SELECT (k->>0)::uuid, (k->>1)::int, (k->>2)::boolean FROM jsonb_array_elements(p_keys) k
+            WHERE k->>0 IS NOT NULL AND k->>1 IS NOT NULL)
+   ORDER BY sp.traversal_id, sp.resource_id, sp.is_update
+   FOR UPDATE;
+END $$;
+
+-- What a locked node needs to run (row, inputs, scope).
+CREATE OR REPLACE FUNCTION kiln_locked_reply(p_outcome text, p_row jsonb, p_s stack, p_t traversal, p_key int, p_upd boolean) RETURNS jsonb LANGUAGE sql STABLE AS $$
+  SELECT jsonb_build_object('outcome', p_outcome, 'resource', p_row,
+    'inputs', kiln_node_inputs(p_t.id, p_key, p_upd),
+    'replaces_uuid', (SELECT x.uuid FROM resource x WHERE x.id = (p_row->>'replaces')::int),
+    'stack', jsonb_build_object('id', p_s.id, 'name', p_s.name, 'action', p_s.action),
+    'traversal', jsonb_build_object('id', p_t.id, 'action', p_t.action, 'raw_template_id', p_t.raw_template_id, 'deadline', p_t.deadline))
+$$;
+
+CREATE OR REPLACE FUNCTION kiln_begin_core(p_job bigint, p_worker uuid, p_lease_ms int, p_nowait boolean) RETURNS jsonb LANGUAGE plpgsql AS $$
 DECLARE
   j job%ROWTYPE;
   s stack%ROWTYPE;
@@ -41,61 +70,77 @@ DECLARE
   v_events jsonb := '[]';
   v_node jsonb;
   v_row_found boolean;
+  v_later jsonb := jsonb_build_object('result', jsonb_build_object('outcome', 'later'), 'events', '[]'::jsonb);
 BEGIN
   SELECT * INTO j FROM job WHERE id = p_job;
   IF NOT FOUND OR j.locked_by IS DISTINCT FROM p_worker THEN
-    RETURN jsonb_build_object('outcome', 'gone');
+    RETURN jsonb_build_object('result', jsonb_build_object('outcome', 'gone'), 'events', '[]'::jsonb);
   END IF;
-  -- Every state change of a stack is serialised on its row: traversal starts,
-  -- node begins and finishes. Held for this short transaction only.
-  SELECT * INTO s FROM stack WHERE id = j.stack_id FOR NO KEY UPDATE;
-  IF NOT FOUND OR s.current_traversal_id IS DISTINCT FROM j.traversal_id THEN
+  -- Node steps share the stack row; a traversal start, a settle or a sweep
+  -- (which take it exclusively) waits for them and they for it.
+  IF p_nowait THEN
+    SELECT * INTO s FROM stack WHERE id = j.stack_id FOR SHARE SKIP LOCKED;
+    IF NOT FOUND AND EXISTS (SELECT 1 FROM stack WHERE id = j.stack_id) THEN RETURN v_later; END IF;
+  ELSE
+    SELECT * INTO s FROM stack WHERE id = j.stack_id FOR SHARE;
+  END IF;
+  IF s.id IS NULL OR s.current_traversal_id IS DISTINCT FROM j.traversal_id THEN
     DELETE FROM job WHERE id = p_job;
-    RETURN jsonb_build_object('outcome', 'stale', 'current_traversal_id', s.current_traversal_id);
+    RETURN jsonb_build_object('result', jsonb_build_object('outcome', 'stale', 'current_traversal_id', s.current_traversal_id), 'events', '[]'::jsonb);
   END IF;
 
   SELECT * INTO t FROM traversal WHERE id = j.traversal_id;
   v_key := coalesce(j.graph_key_id, j.resource_id);
   v_node := jsonb_build_object('rid', v_key, 'update', j.is_update);
-  SELECT * INTO sp FROM sync_point WHERE traversal_id = j.traversal_id AND resource_id = v_key AND is_update = j.is_update;
-  IF FOUND AND sp.state = 'RUNNING' AND sp.actor_id = j.resource_id THEN
-    -- A retry of a call that committed but whose reply was lost: answer as before.
-    SELECT * INTO r FROM resource WHERE id = j.resource_id;
-    IF r.engine_id = p_worker AND r.lock_traversal_id = j.traversal_id THEN
-      RETURN jsonb_build_object('outcome', 'locked', 'resource', to_jsonb(r),
-        'inputs', kiln_node_inputs(j.traversal_id, v_key, j.is_update),
-        'replaces_uuid', (SELECT x.uuid FROM resource x WHERE x.id = r.replaces),
-        'stack', jsonb_build_object('id', s.id, 'name', s.name, 'action', s.action),
-        'traversal', jsonb_build_object('id', t.id, 'action', t.action, 'raw_template_id', t.raw_template_id, 'deadline', t.deadline));
+
+  -- The row, then the node's sync point (lock order 2, 3): two jobs for one
+  -- node (a requeue racing the original) queue here, and the second sees RUNNING.
+  IF p_nowait THEN
+    SELECT * INTO r FROM resource WHERE id = j.resource_id FOR UPDATE SKIP LOCKED;
+    v_row_found := FOUND;
+    IF NOT v_row_found AND EXISTS (SELECT 1 FROM resource WHERE id = j.resource_id) THEN RETURN v_later; END IF;
+    SELECT * INTO sp FROM sync_point WHERE traversal_id = j.traversal_id AND resource_id = v_key AND is_update = j.is_update FOR UPDATE SKIP LOCKED;
+    IF NOT FOUND AND EXISTS (SELECT 1 FROM sync_point WHERE traversal_id = j.traversal_id AND resource_id = v_key AND is_update = j.is_update) THEN
+      RETURN v_later;
     END IF;
+  ELSE
+    SELECT * INTO r FROM resource WHERE id = j.resource_id FOR UPDATE;
+    v_row_found := FOUND;
+    SELECT * INTO sp FROM sync_point WHERE traversal_id = j.traversal_id AND resource_id = v_key AND is_update = j.is_update FOR UPDATE;
   END IF;
-  IF NOT FOUND OR sp.state <> 'READY' OR (sp.actor_id IS NOT NULL AND sp.actor_id <> j.resource_id) THEN
+
+  IF sp.state = 'RUNNING' AND sp.actor_id = j.resource_id AND r.engine_id = p_worker AND r.lock_traversal_id = j.traversal_id THEN
+    -- A retry of a call that committed but whose reply was lost: answer as before.
+    RETURN jsonb_build_object('result', kiln_locked_reply('locked', to_jsonb(r), s, t, v_key, j.is_update), 'events', '[]'::jsonb);
+  END IF;
+  IF sp.state IS DISTINCT FROM 'READY' OR (sp.actor_id IS NOT NULL AND sp.actor_id <> j.resource_id) THEN
     DELETE FROM job WHERE id = p_job;
-    RETURN jsonb_build_object('outcome', 'duplicate', 'state', sp.state);
+    RETURN jsonb_build_object('result', jsonb_build_object('outcome', 'duplicate', 'state', sp.state), 'events', '[]'::jsonb);
   END IF;
 
   IF t.failure_reason IS NULL AND t.deadline < now() THEN
-    UPDATE traversal SET failure_reason = 'Timed out' WHERE id = t.id;
-    t.failure_reason := 'Timed out';
-    v_events := v_events || kiln_ev('stack', t.id, NULL, NULL, NULL, t.action, 'IN_PROGRESS', 'Timed out', jsonb_build_object('failing', true));
+    -- The traversal row comes after the sync points in the lock order; a
+    -- begin that must not wait leaves the time-out to a plain begin.
+    IF p_nowait THEN RETURN v_later; END IF;
+    UPDATE traversal SET failure_reason = 'Timed out' WHERE id = t.id AND failure_reason IS NULL;
+    IF FOUND THEN
+      v_events := v_events || kiln_ev('stack', t.id, NULL, NULL, NULL, t.action, 'IN_PROGRESS', 'Timed out', jsonb_build_object('failing', true));
+    END IF;
+    SELECT * INTO t FROM traversal WHERE id = t.id;
   END IF;
-
-  SELECT * INTO r FROM resource WHERE id = j.resource_id FOR UPDATE;
-  v_row_found := FOUND;
 
   IF t.failure_reason IS NOT NULL OR NOT v_row_found THEN
     -- Failure policy: once a node failed, nothing new is started.
+    IF NOT v_row_found AND t.failure_reason IS NULL THEN
+      IF p_nowait THEN RETURN v_later; END IF;
+      UPDATE traversal SET failure_reason = 'resource row ' || j.resource_id || ' vanished' WHERE id = t.id AND failure_reason IS NULL;
+    END IF;
     UPDATE sync_point SET state = 'SKIPPED', updated_at = now()
      WHERE traversal_id = j.traversal_id AND resource_id = v_key AND is_update = j.is_update;
     DELETE FROM job WHERE id = p_job;
-    IF NOT v_row_found AND t.failure_reason IS NULL THEN
-      UPDATE traversal SET failure_reason = 'resource row ' || j.resource_id || ' vanished' WHERE id = t.id;
-    END IF;
     v_events := v_events || kiln_ev('node', t.id, j.resource_id, r.name, NULL, NULL, NULL, 'skipped: the traversal is failing',
                                     v_node || jsonb_build_object('state', 'SKIPPED'));
-    PERFORM kiln_emit(s.id, v_events);
-    PERFORM kiln_maybe_finish_failed(s.id, t.id);
-    RETURN jsonb_build_object('outcome', 'skipped');
+    RETURN jsonb_build_object('result', jsonb_build_object('outcome', 'skipped'), 'events', v_events, 'settle', t.id);
   END IF;
 
   IF r.engine_id IS NOT NULL AND r.lease_expires_at < now() THEN
@@ -115,12 +160,7 @@ BEGIN
       -- Do not wait for a delete this traversal would undo: create a replacement now.
       UPDATE sync_point SET state = 'RUNNING', actor_id = r.id, updated_at = now()
        WHERE traversal_id = j.traversal_id AND resource_id = v_key AND is_update = j.is_update;
-      PERFORM kiln_emit(s.id, v_events);
-      RETURN jsonb_build_object('outcome', 'replace_deleting', 'resource', to_jsonb(r),
-        'inputs', kiln_node_inputs(j.traversal_id, v_key, j.is_update),
-        'replaces_uuid', (SELECT x.uuid FROM resource x WHERE x.id = r.replaces),
-        'stack', jsonb_build_object('id', s.id, 'name', s.name, 'action', s.action),
-        'traversal', jsonb_build_object('id', t.id, 'action', t.action, 'raw_template_id', t.raw_template_id, 'deadline', t.deadline));
+      RETURN jsonb_build_object('result', kiln_locked_reply('replace_deleting', to_jsonb(r), s, t, v_key, j.is_update), 'events', v_events);
     END IF;
     -- Held by a live worker of an older traversal: stop here. The holder
     -- retriggers this node when it lets go (kiln_retrigger_waiter). A newer
@@ -132,8 +172,7 @@ BEGIN
     v_events := v_events || kiln_ev('node', t.id, r.id, r.name, r.physical_id, NULL, NULL,
       'blocked: locked by an older traversal',
       v_node || jsonb_build_object('state', 'BLOCKED', 'blocked_by', r.lock_traversal_id, 'holder', r.engine_id, 'lease_expires_at', r.lease_expires_at));
-    PERFORM kiln_emit(s.id, v_events);
-    RETURN jsonb_build_object('outcome', 'blocked', 'blocked_by', r.lock_traversal_id);
+    RETURN jsonb_build_object('result', jsonb_build_object('outcome', 'blocked', 'blocked_by', r.lock_traversal_id), 'events', v_events);
   END IF;
 
   v_action := kiln_predicted_action(r, j.is_update, t.raw_template_id, t.action);
@@ -154,10 +193,56 @@ BEGIN
     CASE WHEN v_action IS NULL THEN 'running' ELSE 'state changed' END,
     v_node || jsonb_build_object('state', 'RUNNING', 'lock', 'acquired', 'worker', p_worker, 'lease_expires_at', r.lease_expires_at,
                                  'satisfied', sp.satisfied, 'required', sp.required));
-  PERFORM kiln_emit(s.id, v_events);
-  RETURN jsonb_build_object('outcome', 'locked', 'resource', to_jsonb(r) || v_before,
-    'inputs', kiln_node_inputs(j.traversal_id, v_key, j.is_update),
-        'replaces_uuid', (SELECT x.uuid FROM resource x WHERE x.id = r.replaces),
-    'stack', jsonb_build_object('id', s.id, 'name', s.name, 'action', s.action),
-    'traversal', jsonb_build_object('id', t.id, 'action', t.action, 'raw_template_id', t.raw_template_id, 'deadline', t.deadline));
+  RETURN jsonb_build_object('result', kiln_locked_reply('locked', to_jsonb(r) || v_before, s, t, v_key, j.is_update), 'events', v_events);
+END $$;
+
+CREATE OR REPLACE FUNCTION kiln_begin_node(p_job bigint, p_worker uuid, p_lease_ms int) RETURNS jsonb LANGUAGE plpgsql AS $$
+DECLARE
+  v_stack uuid := (SELECT stack_id FROM job WHERE id = p_job);
+  v jsonb := kiln_begin_core(p_job, p_worker, p_lease_ms, false);
+BEGIN
+  PERFORM kiln_emit(v_stack, v->'events');
+  RETURN (v->'result') || jsonb_build_object('settle', v->'settle');
+END $$;
+
+-- kiln_claim_jobs: claim up to p_limit available jobs (oldest first, SKIP
+-- LOCKED: graphile-worker's pattern) and begin each check_resource job in the
+-- same transaction, so a queued node costs one round trip before its action,
+-- not two. A begin that would have to wait for a lock answers 'later' and its
+-- job is returned claimed but not begun. Events are published per stack, in
+-- stack order, at the end (lock order 5).
+-- Returns { jobs: [{ job, begun }], settle: [{ stack_id, traversal_id }] }.
+CREATE OR REPLACE FUNCTION kiln_claim_jobs(p_worker uuid, p_limit int, p_lease_ms int) RETURNS jsonb LANGUAGE plpgsql AS $$
+DECLARE
+  v_job job%ROWTYPE;
+  v_out jsonb := '[]';
+  v jsonb;
+  v_events jsonb := '{}';
+  v_stack text;
+  v_settle jsonb := '[]';
+BEGIN
+  FOR v_job IN
+    -- The pick is a CTE, evaluated once (an IN (subquery … LIMIT) may be re-run and claim more).
+    WITH picked AS (SELECT id FROM job WHERE locked_by IS NULL AND run_at <= clock_timestamp() ORDER BY id LIMIT p_limit FOR UPDATE SKIP LOCKED),
+    claimed AS (
+      UPDATE job SET locked_by = p_worker, locked_at = now(), attempts = attempts + 1 FROM picked WHERE job.id = picked.id
+      RETURNING job.*)
+    SELECT * FROM claimed ORDER BY stack_id, id
+  LOOP
+    v := NULL;
+    IF v_job.kind = 'check_resource' THEN
+      v := kiln_begin_core(v_job.id, p_worker, p_lease_ms, true);
+      IF jsonb_array_length(v->'events') > 0 THEN
+        v_events := jsonb_set(v_events, ARRAY[v_job.stack_id::text], coalesce(v_events->(v_job.stack_id::text), '[]') || (v->'events'));
+      END IF;
+      IF v->>'settle' IS NOT NULL THEN
+        v_settle := v_settle || jsonb_build_array(jsonb_build_object('stack_id', v_job.stack_id, 'traversal_id', v->'settle'));
+      END IF;
+    END IF;
+    v_out := v_out || jsonb_build_array(jsonb_build_object('job', to_jsonb(v_job), 'begun', v->'result'));
+  END LOOP;
+  FOR v_stack IN SELECT k FROM jsonb_object_keys(v_events) k ORDER BY k::uuid LOOP
+    PERFORM kiln_emit(v_stack::uuid, v_events->v_stack);
+  END LOOP;
+  RETURN jsonb_build_object('jobs', v_out, 'settle', v_settle);
 END $$;

@@ -1,5 +1,5 @@
 -- kiln_finish_node: a worker is done with a node. One round trip, one
--- transaction, under the stack row lock:
+-- transaction (lock order: 10_events.sql):
 --
 --   1. release the row's lock, writing its new state (guarded: the lock must
 --      still be ours — a lock broken after our lease ran out is not ours);
@@ -7,17 +7,23 @@
 --      (every exit path of a lock holder — success, failure, timeout, abort,
 --      replacement — comes through here or kiln_replace_node);
 --   3. if the traversal is still current:
---        failure -> the traversal is failing; when nothing is in flight the
---                   stack is FAILED (and a rollback job queued if enabled);
+--        failure -> the traversal is failing (kiln_settle then fails the
+--                   stack once nothing is in flight);
 --        success -> report to each successor's sync point (one sync_input row
 --                   per edge: O(edges) in total); the report that completes a
 --                   node's set makes it READY and inserts its job (the first
---                   one pre-claimed by this worker when p_result.claim, so it
---                   can continue without a queue hop); a root counts down the
---                   traversal, and the last one completes it.
+--                   one pre-claimed by this worker when p_result.claim, and
+--                   begun too when it can be without waiting, so the worker
+--                   continues without a queue hop or another round trip); a
+--                   root counts down the traversal.
+--
+-- Node steps of one stack run side by side (they share the stack row), so
+-- anything that changes the stack row itself — COMPLETE, FAILED, a rollback —
+-- is left to kiln_settle, which the caller runs after commit when the reply
+-- names a traversal in `settle` (and the sweeper runs if the caller died).
 --
 -- p_result: { ok, reason, set: {column: value, …}, resource_event, payload,
---             successors: [[rid, is_update], …] (cast order), is_root, claim, deleted }
+--             successors: [[rid, is_update], …], is_root, claim, deleted, begin_lease_ms }
 
 CREATE OR REPLACE FUNCTION kiln_retrigger_waiter(p_stack stack, p_rid int, p_trav uuid, p_upd boolean) RETURNS jsonb LANGUAGE plpgsql AS $$
 DECLARE
@@ -32,6 +38,13 @@ BEGIN
   RETURN kiln_ev('node', p_trav, p_rid, v_name, NULL, NULL, NULL, 'retriggered: the older traversal released the lock',
                  jsonb_build_object('rid', p_rid, 'update', p_upd, 'state', 'READY', 'retriggered', true));
 END $$;
+
+-- A stack left IN_PROGRESS: NOTIFY kiln_stack '{stack_id, traversal_id, action, status}',
+-- for whoever waits for an operation to end (the bench; scripts) without
+-- reading every event.
+CREATE OR REPLACE FUNCTION kiln_notify_settled(p_stack uuid, p_trav uuid, p_action text, p_status text) RETURNS void LANGUAGE sql AS $$
+  SELECT pg_notify('kiln_stack', json_build_object('stack_id', p_stack, 'traversal_id', p_trav, 'action', p_action, 'status', p_status)::text)
+$$;
 
 -- When a failing traversal has nothing left in flight: stack FAILED, the rest
 -- of its queue dropped, and (if the stack rolls back on failure) a rollback job.
@@ -54,6 +67,7 @@ BEGIN
   DELETE FROM job WHERE traversal_id = p_trav AND kind = 'check_resource';
   UPDATE sync_point SET state = 'SKIPPED', updated_at = now() WHERE traversal_id = p_trav AND state IN ('WAITING', 'READY', 'BLOCKED');
   PERFORM kiln_emit(p_stack, jsonb_build_array(kiln_ev('stack', p_trav, NULL, NULL, NULL, s.action, 'FAILED', v_reason, NULL)));
+  PERFORM kiln_notify_settled(p_stack, p_trav, s.action, 'FAILED');
   IF NOT s.disable_rollback AND t.action IN ('CREATE', 'UPDATE') THEN
     INSERT INTO job (kind, stack_id, traversal_id) VALUES ('rollback', p_stack, p_trav);
     PERFORM pg_notify('kiln_jobs', '');
@@ -78,6 +92,7 @@ BEGIN
   IF NOT FOUND THEN RETURN; END IF;
   UPDATE traversal SET outcome = 'COMPLETE', outcome_reason = v_reason, ended_at = now() WHERE id = p_trav;
   PERFORM kiln_emit(p_stack, jsonb_build_array(kiln_ev('stack', p_trav, NULL, NULL, NULL, s.action, 'COMPLETE', v_reason, NULL)));
+  PERFORM kiln_notify_settled(p_stack, p_trav, s.action, 'COMPLETE');
   DELETE FROM resource WHERE stack_id = p_stack AND action = 'DELETE' AND status = 'COMPLETE' AND engine_id IS NULL;
   DELETE FROM sync_input WHERE traversal_id = p_trav;
   DELETE FROM sync_point WHERE traversal_id = p_trav;
@@ -93,6 +108,8 @@ DECLARE
   v_new job%ROWTYPE;
   v_set jsonb := coalesce(p_result->'set', '{}');
   v_ok boolean := coalesce((p_result->>'ok')::boolean, false);
+  v_succs jsonb := coalesce(p_result->'successors', '[]');
+  v_current boolean;
   v_key int;
   v_node jsonb;
   v_events jsonb := '[]';
@@ -106,15 +123,15 @@ DECLARE
   v_claimed jsonb;
   v_queued int := 0;
   v_pending int;
-  v_failed_done boolean := false;
-  v_begun jsonb;
+  v_settle uuid;
+  v_begin jsonb;
 BEGIN
   SELECT * INTO j FROM job WHERE id = p_job;
   IF NOT FOUND OR j.locked_by IS DISTINCT FROM p_worker THEN
     -- Already finished (a retry after a lost reply) or taken away by the sweeper.
     RETURN jsonb_build_object('outcome', 'gone');
   END IF;
-  SELECT * INTO s FROM stack WHERE id = j.stack_id FOR NO KEY UPDATE;
+  SELECT * INTO s FROM stack WHERE id = j.stack_id FOR SHARE;
   SELECT * INTO r FROM resource WHERE id = j.resource_id FOR UPDATE;
   IF NOT FOUND OR r.engine_id IS DISTINCT FROM p_worker THEN
     -- Our lease ran out and the lock was broken; whoever broke it re-runs the node.
@@ -125,6 +142,7 @@ BEGIN
   v_waiter_upd := r.waiter_is_update;
   v_key := coalesce(j.graph_key_id, j.resource_id);
   v_node := jsonb_build_object('rid', v_key, 'update', j.is_update, 'actor', r.id);
+  v_current := s.current_traversal_id IS NOT DISTINCT FROM j.traversal_id;
 
   UPDATE resource SET
     action = coalesce(v_set->>'action', action),
@@ -148,37 +166,45 @@ BEGIN
   IF coalesce((p_result->>'deleted')::boolean, false) THEN
     -- The replaced row is gone: its replacement no longer replaces anything (Heat's _update_replacement_data).
     UPDATE resource SET replaces = NULL
-     WHERE stack_id = s.id AND replaces = r.id
+     WHERE replaces = r.id AND stack_id = s.id
        AND current_template_id = (SELECT raw_template_id FROM traversal WHERE id = j.traversal_id);
   END IF;
+
+  -- Every sync point this transaction writes, locked at once in the global order.
+  PERFORM kiln_lock_sync_points(
+    CASE WHEN v_current THEN jsonb_build_array(jsonb_build_array(j.traversal_id, v_key, j.is_update)) ELSE '[]'::jsonb END
+    || CASE WHEN v_current AND v_ok
+         THEN (SELECT coalesce(jsonb_agg(jsonb_build_array(j.traversal_id, e->0, e->1)), '[]') FROM jsonb_array_elements(v_succs) e)
+         ELSE '[]'::jsonb END
+    || CASE WHEN v_waiter_trav IS NOT NULL AND v_waiter_trav = s.current_traversal_id
+         THEN jsonb_build_array(jsonb_build_array(v_waiter_trav, r.id, v_waiter_upd)) ELSE '[]'::jsonb END);
 
   v_events := v_events || kiln_ev(CASE WHEN coalesce((p_result->>'resource_event')::boolean, false) THEN 'resource' ELSE 'node' END,
     j.traversal_id, r.id, r.name, r.physical_id,
     CASE WHEN coalesce((p_result->>'resource_event')::boolean, false) THEN r.action END,
     CASE WHEN coalesce((p_result->>'resource_event')::boolean, false) THEN r.status END,
     coalesce(p_result->>'reason', CASE WHEN v_ok THEN 'done' ELSE 'failed' END),
-    v_node || jsonb_build_object('state', CASE WHEN v_ok THEN 'DONE' ELSE 'FAILED' END, 'lock', 'released',
-                                 'stale', s.current_traversal_id IS DISTINCT FROM j.traversal_id)
+    v_node || jsonb_build_object('state', CASE WHEN v_ok THEN 'DONE' ELSE 'FAILED' END, 'lock', 'released', 'stale', NOT v_current)
            || coalesce(p_result->'event_data', '{}'));
 
-  IF s.current_traversal_id IS NOT DISTINCT FROM j.traversal_id THEN
+  IF v_current THEN
     SELECT * INTO t FROM traversal WHERE id = j.traversal_id;
     IF NOT v_ok THEN
       UPDATE sync_point SET state = 'FAILED', updated_at = now()
        WHERE traversal_id = t.id AND resource_id = v_key AND is_update = j.is_update;
-      IF t.failure_reason IS NULL THEN
-        UPDATE traversal SET failure_reason = coalesce(p_result->>'reason', 'resource failed') WHERE id = t.id;
+      UPDATE traversal SET failure_reason = coalesce(p_result->>'reason', 'resource failed') WHERE id = t.id AND failure_reason IS NULL;
+      IF FOUND THEN
         v_events := v_events || kiln_ev('stack', t.id, NULL, NULL, NULL, t.action, 'IN_PROGRESS',
           'failing: ' || coalesce(p_result->>'reason', 'resource failed'), jsonb_build_object('failing', true));
       END IF;
-      v_failed_done := true;
+      v_settle := t.id;
     ELSE
       UPDATE sync_point SET state = 'DONE', actor_id = r.id, updated_at = now()
        WHERE traversal_id = t.id AND resource_id = v_key AND is_update = j.is_update;
       IF t.failure_reason IS NOT NULL THEN
-        v_failed_done := true;
+        v_settle := t.id;
       ELSE
-        FOR v_succ IN SELECT value FROM jsonb_array_elements(coalesce(p_result->'successors', '[]')) LOOP
+        FOR v_succ IN SELECT value FROM jsonb_array_elements(v_succs) LOOP
           v_srid := (v_succ->>0)::int;
           v_supd := (v_succ->>1)::boolean;
           INSERT INTO sync_input (traversal_id, resource_id, is_update, sender_id, sender_is_update, payload)
@@ -210,6 +236,7 @@ BEGIN
         END LOOP;
         IF coalesce((p_result->>'is_root')::boolean, false) THEN
           UPDATE traversal SET roots_pending = roots_pending - 1 WHERE id = t.id RETURNING roots_pending INTO v_pending;
+          IF v_pending = 0 THEN v_settle := t.id; END IF;
         END IF;
       END IF;
     END IF;
@@ -220,14 +247,37 @@ BEGIN
     v_events := v_events || v_ev;
     v_queued := v_queued + 1;
   END IF;
-  PERFORM kiln_emit(s.id, v_events);
-  IF v_pending = 0 THEN PERFORM kiln_complete_traversal(s.id, j.traversal_id); END IF;
-  IF v_failed_done THEN PERFORM kiln_maybe_finish_failed(s.id, j.traversal_id); END IF;
-  IF v_queued > 0 THEN PERFORM pg_notify('kiln_jobs', ''); END IF;
-  -- The successor we claimed is begun here too (its row locked, node RUNNING): the worker
-  -- continues with it without another round trip.
+  -- The successor we claimed is begun here too when that needs no waiting (its
+  -- row locked, node RUNNING): the worker continues without another round trip.
   IF v_claimed IS NOT NULL AND p_result ? 'begin_lease_ms' THEN
-    v_begun := kiln_begin_node((v_claimed->>'id')::bigint, p_worker, (p_result->>'begin_lease_ms')::int);
+    v_begin := kiln_begin_core((v_claimed->>'id')::bigint, p_worker, (p_result->>'begin_lease_ms')::int, true);
+    v_events := v_events || (v_begin->'events');
+    v_settle := coalesce(v_settle, (v_begin->>'settle')::uuid);
   END IF;
-  RETURN jsonb_build_object('outcome', 'ok', 'claimed', v_claimed, 'queued', v_queued, 'begun', v_begun);
+  PERFORM kiln_emit(s.id, v_events);
+  IF v_queued > 0 THEN PERFORM pg_notify('kiln_jobs', ''); END IF;
+  RETURN jsonb_build_object('outcome', 'ok', 'claimed', v_claimed, 'queued', v_queued,
+    'begun', CASE WHEN v_begin->'result'->>'outcome' <> 'later' THEN v_begin->'result' END, 'settle', v_settle);
+END $$;
+
+-- kiln_settle: after a node step reported that its traversal may have ended
+-- (the last root done, or a failure), decide the stack's status — alone on the
+-- stack row. Idempotent; the sweeper calls it too for a caller that died.
+CREATE OR REPLACE FUNCTION kiln_settle(p_stack uuid, p_trav uuid) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+  s stack%ROWTYPE;
+  t traversal%ROWTYPE;
+BEGIN
+  SELECT * INTO s FROM stack WHERE id = p_stack FOR NO KEY UPDATE;
+  IF NOT FOUND OR s.current_traversal_id IS DISTINCT FROM p_trav THEN RETURN 'stale'; END IF;
+  SELECT * INTO t FROM traversal WHERE id = p_trav;
+  IF t.outcome IS NOT NULL THEN RETURN t.outcome; END IF;
+  IF t.failure_reason IS NOT NULL THEN
+    RETURN CASE WHEN kiln_maybe_finish_failed(p_stack, p_trav) THEN 'FAILED' ELSE 'failing' END;
+  END IF;
+  IF t.roots_pending <= 0 THEN
+    PERFORM kiln_complete_traversal(p_stack, p_trav);
+    RETURN 'COMPLETE';
+  END IF;
+  RETURN 'running';
 END $$;

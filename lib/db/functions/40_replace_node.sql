@@ -5,7 +5,9 @@
 -- hand the node to a job for the new row. The new row *impersonates* the old
 -- row's graph node: its successors and the stack hear from the node they wait for.
 --
--- p_spec: { type, requires: [ids], reason, claim, holds_lock }
+-- p_spec: { type, requires: [ids], reason, claim, holds_lock, begin_lease_ms }
+-- With claim and begin_lease_ms the new row is also begun (locked, RUNNING) in
+-- this transaction, as kiln_finish_node does for a successor.
 -- holds_lock = false for the "row is being deleted by an older traversal" case,
 -- where the old row stays locked by that traversal's worker.
 
@@ -24,10 +26,11 @@ DECLARE
   v_ev jsonb;
   v_waiter_trav uuid;
   v_waiter_upd boolean;
+  v_begin jsonb;
 BEGIN
   SELECT * INTO j FROM job WHERE id = p_job;
   IF NOT FOUND OR j.locked_by IS DISTINCT FROM p_worker THEN RETURN jsonb_build_object('outcome', 'gone'); END IF;
-  SELECT * INTO s FROM stack WHERE id = j.stack_id FOR NO KEY UPDATE;
+  SELECT * INTO s FROM stack WHERE id = j.stack_id FOR SHARE;
   SELECT * INTO r FROM resource WHERE id = j.resource_id FOR UPDATE;
   IF v_holds AND r.engine_id IS DISTINCT FROM p_worker THEN
     DELETE FROM job WHERE id = p_job;
@@ -59,6 +62,8 @@ BEGIN
           ARRAY(SELECT jsonb_array_elements_text(coalesce(p_spec->'requires', '[]'))::int), r.id, t.id)
   RETURNING * INTO v_new;
   UPDATE resource SET replaced_by = v_new.id, atomic_key = atomic_key + 1 WHERE id = r.id;
+  PERFORM kiln_lock_sync_points(jsonb_build_array(jsonb_build_array(t.id, v_key, true))
+    || CASE WHEN v_waiter_trav = t.id THEN jsonb_build_array(jsonb_build_array(v_waiter_trav, r.id, v_waiter_upd)) ELSE '[]'::jsonb END);
   UPDATE sync_point SET state = 'READY', actor_id = v_new.id, updated_at = now()
    WHERE traversal_id = t.id AND resource_id = v_key AND is_update = true;
   INSERT INTO job (kind, stack_id, traversal_id, resource_id, is_update, graph_key_id, locked_by, locked_at, attempts)
@@ -70,9 +75,14 @@ BEGIN
     jsonb_build_object('rid', v_key, 'update', true, 'state', 'READY', 'replaced_by', v_new.id, 'lock', CASE WHEN v_holds THEN 'released' END));
   v_ev := kiln_retrigger_waiter(s, r.id, v_waiter_trav, v_waiter_upd);
   IF v_ev IS NOT NULL THEN v_events := v_events || v_ev; END IF;
+  IF v_claim AND p_spec ? 'begin_lease_ms' THEN
+    v_begin := kiln_begin_core(v_job.id, p_worker, (p_spec->>'begin_lease_ms')::int, true);
+    v_events := v_events || (v_begin->'events');
+  END IF;
   PERFORM kiln_emit(s.id, v_events);
   IF NOT v_claim OR v_ev IS NOT NULL THEN PERFORM pg_notify('kiln_jobs', ''); END IF;
-  RETURN jsonb_build_object('outcome', 'ok', 'replacement', to_jsonb(v_new), 'claimed', CASE WHEN v_claim THEN to_jsonb(v_job) END);
+  RETURN jsonb_build_object('outcome', 'ok', 'replacement', to_jsonb(v_new), 'claimed', CASE WHEN v_claim THEN to_jsonb(v_job) END,
+    'begun', CASE WHEN v_begin->'result'->>'outcome' <> 'later' THEN v_begin->'result' END, 'settle', v_begin->'settle');
 END $$;
 
 -- An in-place update is about to start: show UPDATE_IN_PROGRESS (creates and
@@ -85,7 +95,7 @@ DECLARE
 BEGIN
   SELECT * INTO j FROM job WHERE id = p_job;
   IF NOT FOUND OR j.locked_by IS DISTINCT FROM p_worker THEN RETURN false; END IF;
-  PERFORM 1 FROM stack WHERE id = j.stack_id FOR NO KEY UPDATE;
+  PERFORM 1 FROM stack WHERE id = j.stack_id FOR SHARE;
   UPDATE resource SET action = p_action, status = 'IN_PROGRESS', status_reason = 'state changed',
          atomic_key = atomic_key + 1, updated_at = now()
    WHERE id = j.resource_id AND engine_id = p_worker RETURNING * INTO r;
@@ -103,7 +113,7 @@ DECLARE
 BEGIN
   SELECT * INTO j FROM job WHERE id = p_job;
   IF NOT FOUND OR j.locked_by IS DISTINCT FROM p_worker THEN RETURN; END IF;
-  PERFORM 1 FROM stack WHERE id = j.stack_id FOR NO KEY UPDATE;
+  PERFORM 1 FROM stack WHERE id = j.stack_id FOR SHARE;
   SELECT * INTO r FROM resource WHERE id = j.resource_id;
   PERFORM kiln_emit(j.stack_id, jsonb_build_array(kiln_ev('progress', j.traversal_id, r.id, r.name, r.physical_id, NULL, NULL, p_message,
     jsonb_build_object('rid', coalesce(j.graph_key_id, r.id), 'update', j.is_update, 'fraction', p_fraction))));

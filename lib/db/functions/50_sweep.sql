@@ -11,7 +11,9 @@
 --      told to abort (NOTIFY kiln_abort);
 --   d. lost messages: READY nodes with no job, BLOCKED nodes whose row is no
 --      longer locked (the retrigger went missing), RUNNING nodes whose row is
---      not locked by anyone: put back in the queue.
+--      not locked by anyone: put back in the queue;
+--   e. a traversal whose last root reported, or that failed, but whose stack
+--      was not settled (the worker died between its finish and kiln_settle).
 
 CREATE OR REPLACE FUNCTION kiln_sweep_candidates(p_lease_ms int) RETURNS TABLE (stack_id uuid) LANGUAGE sql STABLE AS $$
   SELECT r.stack_id FROM resource r WHERE r.engine_id IS NOT NULL AND r.lease_expires_at < now()
@@ -21,7 +23,7 @@ CREATE OR REPLACE FUNCTION kiln_sweep_candidates(p_lease_ms int) RETURNS TABLE (
      AND NOT EXISTS (SELECT 1 FROM worker w WHERE w.id = j.locked_by AND w.stopped_at IS NULL
                        AND w.heartbeat_at > now() - p_lease_ms * interval '1 millisecond')
   UNION
-  SELECT t.stack_id FROM traversal t WHERE t.outcome IS NULL AND (t.deadline < now() OR t.failure_reason IS NOT NULL)
+  SELECT t.stack_id FROM traversal t WHERE t.outcome IS NULL AND (t.deadline < now() OR t.failure_reason IS NOT NULL OR t.roots_pending <= 0)
   UNION
   SELECT t.stack_id FROM traversal t JOIN sync_point sp ON sp.traversal_id = t.id
    WHERE t.outcome IS NULL AND sp.state IN ('READY', 'BLOCKED', 'RUNNING') AND sp.updated_at < now() - interval '2 seconds'
@@ -110,7 +112,8 @@ BEGIN
   END IF;
 
   PERFORM kiln_emit(s.id, v_events);
-  IF t.id IS NOT NULL AND t.failure_reason IS NOT NULL THEN PERFORM kiln_maybe_finish_failed(s.id, t.id); END IF;
+  -- e. settle (complete or fail the stack) if its traversal ended
+  IF t.id IS NOT NULL THEN PERFORM kiln_settle(s.id, t.id); END IF;
   IF v_requeued > 0 OR v_released > 0 THEN PERFORM pg_notify('kiln_jobs', ''); END IF;
   RETURN jsonb_build_object('broken', v_broken, 'requeued', v_requeued, 'released', v_released, 'timed_out', v_timed_out);
 END $$;
@@ -125,7 +128,9 @@ BEGIN
   UPDATE worker SET heartbeat_at = now(), state = CASE WHEN state = 'dead' THEN 'running' ELSE state END
    WHERE id = p_worker AND stopped_at IS NULL;
   IF NOT FOUND THEN RETURN -1; END IF;
-  UPDATE resource SET lease_expires_at = now() + p_lease_ms * interval '1 millisecond' WHERE engine_id = p_worker AND id = ANY(p_rows);
+  -- Rows in id order, as every other multi-row lock of resource rows.
+  UPDATE resource SET lease_expires_at = now() + p_lease_ms * interval '1 millisecond'
+   WHERE id IN (SELECT id FROM resource WHERE engine_id = p_worker AND id = ANY(p_rows) ORDER BY id FOR UPDATE);
   GET DIAGNOSTICS v_n = ROW_COUNT;
   RETURN v_n;
 END $$;

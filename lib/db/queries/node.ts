@@ -6,6 +6,7 @@
 import type pg from 'pg'
 import type { BeginResult, ClaimedJob, FinishRequest, FinishResult, ReplaceRequest, ReplaceResult, RowUpdate } from '../../engine/ports'
 import type { NodePayload, ResourceAction } from '../../engine/types'
+import { withRetry } from '../retry'
 import { toClaimedJob, toResourceRow } from './rows'
 
 type Json = Record<string, unknown>
@@ -19,9 +20,36 @@ function scopeOf(out: Json) {
   }
 }
 
+/**
+ * A node step reported that its traversal may have ended (last root done, or a
+ * failure): decide the stack's status in a transaction of its own, after the
+ * step committed. Node steps share the stack row; only this takes it alone. If
+ * it cannot run (the database went away), the sweeper settles the stack instead.
+ */
+export async function settleTraversal(pool: pg.Pool, stackId: string, traversalId: string): Promise<string | null> {
+  try {
+    const { rows } = await withRetry(() => pool.query('SELECT kiln_settle($1, $2) AS out', [stackId, traversalId]), { maxMs: 10_000 })
+    return rows[0].out as string
+  } catch {
+    return null
+  }
+}
+
+async function settleIfAsked(pool: pg.Pool, stackId: string, out: Json): Promise<void> {
+  if (typeof out.settle === 'string') await settleTraversal(pool, stackId, out.settle)
+}
+
 export async function beginNode(pool: pg.Pool, workerId: string, leaseMs: number, job: ClaimedJob): Promise<BeginResult> {
   const { rows } = await pool.query('SELECT kiln_begin_node($1, $2, $3) AS out', [job.id, workerId, leaseMs])
-  return toBeginResult(rows[0].out as Json)
+  const out = rows[0].out as Json
+  await settleIfAsked(pool, job.stackId, out)
+  return toBeginResult(out)
+}
+
+/** A begin done inside another step's transaction; 'later' (or none) means: begin it separately. */
+export function toInlineBegin(out: unknown): BeginResult | undefined {
+  if (!out || typeof out !== 'object' || (out as Json).outcome === 'later') return undefined
+  return toBeginResult(out as Json)
 }
 
 function toBeginResult(out: Json): BeginResult {
@@ -78,21 +106,29 @@ export async function finishNode(pool: pg.Pool, workerId: string, job: ClaimedJo
   const { rows } = await pool.query('SELECT kiln_finish_node($1, $2, $3) AS out', [job.id, workerId, JSON.stringify(body)])
   const out = rows[0].out as Json
   if (out.outcome !== 'ok') return { outcome: out.outcome as 'gone' | 'lock_lost' }
+  await settleIfAsked(pool, job.stackId, out)
   const claimed = out.claimed ? toClaimedJob(out.claimed as Json) : null
-  if (claimed && out.begun) claimed.begun = toBeginResult(out.begun as Json)
+  if (claimed) claimed.begun = toInlineBegin(out.begun)
   return { outcome: 'ok', claimed }
 }
 
-export async function replaceNode(pool: pg.Pool, workerId: string, job: ClaimedJob, req: ReplaceRequest): Promise<ReplaceResult> {
-  const spec = { type: req.type, requires: req.requires, reason: req.reason, claim: req.claim, holds_lock: req.holdsLock }
+/** Replace a node's row; with `req.claim` (and `beginLeaseMs`) the new row's node is claimed and begun in the same transaction. */
+export async function replaceNode(pool: pg.Pool, workerId: string, job: ClaimedJob, req: ReplaceRequest, beginLeaseMs?: number): Promise<ReplaceResult> {
+  const spec = {
+    type: req.type,
+    requires: req.requires,
+    reason: req.reason,
+    claim: req.claim,
+    holds_lock: req.holdsLock,
+    ...(req.claim && beginLeaseMs ? { begin_lease_ms: beginLeaseMs } : {}),
+  }
   const { rows } = await pool.query('SELECT kiln_replace_node($1, $2, $3) AS out', [job.id, workerId, JSON.stringify(spec)])
   const out = rows[0].out as Json
   if (out.outcome !== 'ok') return { outcome: out.outcome as 'gone' | 'lock_lost' | 'stale' }
-  return {
-    outcome: 'ok',
-    replacement: toResourceRow(out.replacement as Json),
-    claimed: out.claimed ? toClaimedJob(out.claimed as Json) : null,
-  }
+  await settleIfAsked(pool, job.stackId, out)
+  const claimed = out.claimed ? toClaimedJob(out.claimed as Json) : null
+  if (claimed) claimed.begun = toInlineBegin(out.begun)
+  return { outcome: 'ok', replacement: toResourceRow(out.replacement as Json), claimed }
 }
 
 export async function markInProgress(pool: pg.Pool, workerId: string, job: ClaimedJob, action: ResourceAction): Promise<boolean> {

@@ -203,6 +203,7 @@ export async function stopTraversal(pool: pg.Pool, stackId: string, reason: stri
     // No traversal is current any more: in-flight workers finish their resource and stop.
     await client.query(`UPDATE stack SET current_traversal_id = NULL, status = 'FAILED', status_reason = $2 WHERE id = $1`, [stackId, reason])
     await client.query('SELECT kiln_emit($1, $2)', [stackId, JSON.stringify([ev('stack', t, 'FAILED', reason, { cancelled: true }, s.action)])])
+    await client.query(`SELECT kiln_notify_settled($1, $2, $3, 'FAILED')`, [stackId, t, s.action])
     return { stopped: true, traversalId: t }
   })
 }

@@ -58,13 +58,17 @@ export async function nextSweepAt(pool: pg.Pool): Promise<Date | null> {
 /**
  * Keeps at most `keep` events per stack (KILN_MAX_EVENTS_PER_STACK): the oldest
  * go, so what is left is still gap-free, starting later. Only stacks over the
- * limit are touched (the stack row knows its last seq). Returns rows deleted.
+ * limit are touched (the newest event's number says how many a stack has had).
+ * Returns rows deleted.
  */
 export async function pruneEvents(pool: pg.Pool, keep: number): Promise<number> {
-  const { rows } = await pool.query(`SELECT id, event_seq FROM stack WHERE event_seq > $1`, [keep])
+  const { rows } = await pool.query(
+    `SELECT id, last_seq FROM (SELECT id, kiln_last_seq(id) AS last_seq FROM stack) s WHERE last_seq > $1`,
+    [keep],
+  )
   let deleted = 0
-  for (const r of rows as { id: string; event_seq: string }[]) {
-    const res = await pool.query(`DELETE FROM event WHERE stack_id = $1 AND seq <= $2`, [r.id, Number(r.event_seq) - keep])
+  for (const r of rows as { id: string; last_seq: string }[]) {
+    const res = await pool.query(`DELETE FROM event WHERE stack_id = $1 AND seq <= $2`, [r.id, Number(r.last_seq) - keep])
     deleted += res.rowCount ?? 0
   }
   return deleted

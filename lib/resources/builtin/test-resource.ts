@@ -52,7 +52,9 @@ export const testResource: ResourceType = {
     await run(ctx, props, 'create')
     return { physicalId: ctx.physicalName, attributes: { output: props.value } }
   },
+  replaceOnUpdate: (props) => (props.update_replace === true ? 'update_replace is set' : null),
   async update(ctx, props) {
+    // Reached only when replaceOnUpdate said no; kept for callers that skip it.
     if (props.update_replace === true) throw new ReplaceRequired('update_replace is set')
     await run(ctx, props, 'update')
     return { attributes: { output: props.value } }
