@@ -118,7 +118,9 @@ async function main() {
       await Promise.race([notified, new Promise((r) => setTimeout(r, 1000))])
     }
   }
-  const txns = async () => Number((await db.pool.query(`SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()`)).rows[0].xact_commit)
+  // Write transactions, counted exactly: the next transaction id to be handed out (a
+  // transaction that writes gets one; pg_stat_database's commit counter is flushed lazily).
+  const txns = async () => Number((await db.pool.query(`SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS x`)).rows[0].x)
   const nodesOf = async (traversalId: string | null) => (traversalId ? Number((await db.pool.query('SELECT node_count FROM traversal WHERE id = $1', [traversalId])).rows[0].node_count) : 0)
 
   // Wait for the workers to register.
@@ -166,7 +168,7 @@ async function main() {
             txnsPerNode: round((t1 - t0) / Math.max(1, nodes), 2),
           }
           results.push(row)
-          if (!args.json) console.log(`${shape.padEnd(8)} n=${String(n).padEnd(6)} D=${delay}s ${phase.padEnd(8)} ${outcome.padEnd(18)} wall ${row.wallS.toFixed(2)} s  ${row.msPerResource.toFixed(2)} ms/res  ${row.nodesPerS} nodes/s  ${row.wallOverCritical ? `wall/cp ${row.wallOverCritical}` : ''}  ${row.txnsPerNode} txn/node`)
+          if (!args.json) console.log(`${shape.padEnd(8)} n=${String(n).padEnd(6)} D=${delay}s ${phase.padEnd(8)} ${outcome.padEnd(18)} wall ${row.wallS.toFixed(2)} s  ${row.msPerResource.toFixed(2)} ms/res  ${row.nodesPerS} nodes/s  ${row.wallOverCritical ? `wall/cp ${row.wallOverCritical}` : ''}  ${row.txnsPerNode} write txn/node`)
           if (args.profile) console.log(await profileReport(db.pool, nodes))
           if (!outcome.endsWith('COMPLETE')) throw new Error(`${name} ${phase} ended ${outcome}`)
         }

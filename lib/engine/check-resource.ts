@@ -92,7 +92,16 @@ export async function runNode(deps: NodeRunnerDeps, job: ClaimedJob): Promise<No
   return node.run()
 }
 
+/**
+ * An in-place update marks its row UPDATE_IN_PROGRESS only if it is still
+ * running after this long; a quicker one's finish records both states in its
+ * own transaction, which saves a round trip per node.
+ */
+const MARK_AFTER_MS = 50
+
 class NodeRun {
+  /** The action whose IN_PROGRESS state the finish must still record. */
+  private unmarked: ResourceAction | null = null
   private readonly row: ResourceRow
   private readonly scope: NodeScope
   private readonly key: { rid: number; update: boolean }
@@ -133,7 +142,8 @@ class NodeRun {
 
   private async finish(req: Omit<FinishRequest, 'successors' | 'isRoot' | 'claim'>, outcome: NodeOutcome): Promise<NodeResult> {
     const { successors, isRoot } = this.links()
-    const res = await this.deps.store.finishNode(this.job, { ...req, successors, isRoot, claim: this.deps.inline })
+    const unmarked = this.unmarked ? { inProgressEvent: this.unmarked } : {}
+    const res = await this.deps.store.finishNode(this.job, { ...req, ...unmarked, successors, isRoot, claim: this.deps.inline })
     if (res.outcome !== 'ok') {
       this.log.warn(`finish: ${res.outcome}`)
       return { outcome: res.outcome, next: null }
@@ -238,8 +248,9 @@ class NodeRun {
         const prev = { physicalId: this.row.physicalId, properties: this.row.properties ?? {}, attributes: this.row.attributes ?? {}, data: this.row.data ?? {} }
         const replaceWhy = type.replaceOnUpdate?.(props, prev, decision.changed)
         if (replaceWhy) return this.replace(def.type, replaceWhy, true)
-        await this.deps.store.markInProgress(this.job, 'UPDATE')
+        const marked = this.markWhenSlow('UPDATE')
         const res = await this.act((rc) => type.update(rc, props, prev, decision.changed))
+        await marked()
         if (!res.ok) {
           if (res.error instanceof ReplaceRequired && !res.aborted) return this.replace(def.type, res.error.message, true)
           return this.actionFailed('UPDATE', res)
@@ -269,7 +280,22 @@ class NodeRun {
     return this.fail(action, message(res.error))
   }
 
+  /** Mark the row `<action>_IN_PROGRESS` once the action has run MARK_AFTER_MS; the returned function waits for that write, or cancels it. */
+  private markWhenSlow(action: ResourceAction): () => Promise<void> {
+    this.unmarked = action
+    let writing: Promise<boolean> | null = null
+    // Timer reason: see MARK_AFTER_MS.
+    const timer = setTimeout(() => {
+      writing = this.deps.store.markInProgress(this.job, action)
+    }, MARK_AFTER_MS)
+    return async () => {
+      clearTimeout(timer)
+      if (writing && (await writing)) this.unmarked = null
+    }
+  }
+
   private async replace(type: string, reason: string, holdsLock: boolean): Promise<NodeResult> {
+    this.unmarked = null
     const res = await this.deps.store.replaceNode(this.job, { type, requires: this.requires(), reason, claim: this.deps.inline, holdsLock })
     if (res.outcome !== 'ok') return { outcome: res.outcome, next: null }
     this.log.info(`replaced by #${res.replacement.id}: ${reason}`)

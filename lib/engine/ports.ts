@@ -84,6 +84,8 @@ export interface FinishRequest {
   claim: boolean
   /** A cleanup node removed the row. */
   deleted?: boolean
+  /** The action ended before its row was marked `<action>_IN_PROGRESS`: record that event first, in this transaction. */
+  inProgressEvent?: ResourceAction
   eventData?: Record<string, unknown>
 }
 
@@ -112,7 +114,8 @@ export interface StoredTraversal {
   rawTemplateId: string
   deadline: Date
   graph: TraversalGraph
-  template: { source: string; environment: Record<string, unknown>; parameters: Record<string, unknown> }
+  /** `parsed`: the template as stored when it was submitted (plain JSON), so a worker need not re-read the text. */
+  template: { source: string; parsed: Record<string, unknown> | null; environment: Record<string, unknown>; parameters: Record<string, unknown> }
 }
 
 export interface ConvergenceStore {

@@ -22,7 +22,12 @@ export function buildTraversalContext(stored: StoredTraversal): TraversalContext
   let definition: StackDefinition | null = null
   let definitionError: string | null = null
   try {
-    const template = parseTemplate(stored.template.source)
+    // The stored JSON, not the text: reading YAML with source positions costs
+    // tens of milliseconds per hundred resources, per traversal and worker, and
+    // positions only matter for the submit-time errors already reported.
+    // Delete and rollback-to-nothing store `{}` beside their (empty) source: read the text then.
+    const parsed = stored.template.parsed
+    const template = parseTemplate(parsed && Object.keys(parsed).length ? parsed : stored.template.source)
     definition = buildDefinition(template, {
       environment: parseEnvironment(stored.template.environment),
       parameters: stored.template.parameters,

@@ -23,7 +23,8 @@
 -- names a traversal in `settle` (and the sweeper runs if the caller died).
 --
 -- p_result: { ok, reason, set: {column: value, …}, resource_event, payload,
---             successors: [[rid, is_update], …], is_root, claim, deleted, begin_lease_ms }
+--             successors: [[rid, is_update], …], is_root, claim, deleted, begin_lease_ms,
+--             in_progress_event }
 
 CREATE OR REPLACE FUNCTION kiln_retrigger_waiter(p_stack stack, p_rid int, p_trav uuid, p_upd boolean) RETURNS jsonb LANGUAGE plpgsql AS $$
 DECLARE
@@ -179,6 +180,11 @@ BEGIN
     || CASE WHEN v_waiter_trav IS NOT NULL AND v_waiter_trav = s.current_traversal_id
          THEN jsonb_build_array(jsonb_build_array(v_waiter_trav, r.id, v_waiter_upd)) ELSE '[]'::jsonb END);
 
+  IF p_result ? 'in_progress_event' THEN
+    -- A quick action was not marked IN_PROGRESS while it ran (kiln_mark_in_progress): the history still shows it.
+    v_events := v_events || kiln_ev('resource', j.traversal_id, r.id, r.name, r.physical_id, p_result->>'in_progress_event', 'IN_PROGRESS',
+      'state changed', jsonb_build_object('rid', v_key, 'update', j.is_update, 'state', 'RUNNING'));
+  END IF;
   v_events := v_events || kiln_ev(CASE WHEN coalesce((p_result->>'resource_event')::boolean, false) THEN 'resource' ELSE 'node' END,
     j.traversal_id, r.id, r.name, r.physical_id,
     CASE WHEN coalesce((p_result->>'resource_event')::boolean, false) THEN r.action END,

@@ -101,6 +101,7 @@ export async function finishNode(pool: pg.Pool, workerId: string, job: ClaimedJo
     claim: req.claim,
     deleted: req.deleted ?? false,
     event_data: req.eventData ?? {},
+    ...(req.inProgressEvent ? { in_progress_event: req.inProgressEvent } : {}),
     ...(req.claim && beginLeaseMs ? { begin_lease_ms: beginLeaseMs } : {}),
   }
   const { rows } = await pool.query('SELECT kiln_finish_node($1, $2, $3) AS out', [job.id, workerId, JSON.stringify(body)])

@@ -211,7 +211,7 @@ export async function stopTraversal(pool: pg.Pool, stackId: string, reason: stri
 export async function loadTraversal(pool: pg.Pool, traversalId: string): Promise<StoredTraversal | null> {
   const { rows } = await pool.query(
     `SELECT t.id, t.stack_id, t.action, t.raw_template_id, t.deadline, t.graph, s.name AS stack_name, s.project_id,
-            rt.source, rt.environment, rt.parameters
+            rt.source, rt.template, rt.environment, rt.parameters
        FROM traversal t JOIN stack s ON s.id = t.stack_id JOIN raw_template rt ON rt.id = t.raw_template_id
       WHERE t.id = $1`,
     [traversalId],
@@ -227,7 +227,7 @@ export async function loadTraversal(pool: pg.Pool, traversalId: string): Promise
     rawTemplateId: r.raw_template_id,
     deadline: r.deadline,
     graph: r.graph as TraversalGraph,
-    template: { source: r.source, environment: r.environment ?? {}, parameters: r.parameters ?? {} },
+    template: { source: r.source, parsed: r.template ?? null, environment: r.environment ?? {}, parameters: r.parameters ?? {} },
   }
 }
 
