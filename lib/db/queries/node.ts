@@ -2,6 +2,7 @@
  * The engine's node operations: thin wrappers around the PL/pgSQL functions
  * in lib/db/functions (one round trip each). Read those files for the locking
  * and compare-and-swap rules; this file only maps arguments and results.
+ * The hot calls are named prepared statements: parsed once per connection.
  */
 import type pg from 'pg'
 import type { BeginResult, ClaimedJob, FinishRequest, FinishResult, ReplaceRequest, ReplaceResult, RowUpdate } from '../../engine/ports'
@@ -40,7 +41,7 @@ async function settleIfAsked(pool: pg.Pool, stackId: string, out: Json): Promise
 }
 
 export async function beginNode(pool: pg.Pool, workerId: string, leaseMs: number, job: ClaimedJob): Promise<BeginResult> {
-  const { rows } = await pool.query('SELECT kiln_begin_node($1, $2, $3) AS out', [job.id, workerId, leaseMs])
+  const { rows } = await pool.query({ name: 'kiln_begin_node', text: 'SELECT kiln_begin_node($1, $2, $3) AS out', values: [job.id, workerId, leaseMs] })
   const out = rows[0].out as Json
   await settleIfAsked(pool, job.stackId, out)
   return toBeginResult(out)
@@ -104,7 +105,7 @@ export async function finishNode(pool: pg.Pool, workerId: string, job: ClaimedJo
     ...(req.inProgressEvent ? { in_progress_event: req.inProgressEvent } : {}),
     ...(req.claim && beginLeaseMs ? { begin_lease_ms: beginLeaseMs } : {}),
   }
-  const { rows } = await pool.query('SELECT kiln_finish_node($1, $2, $3) AS out', [job.id, workerId, JSON.stringify(body)])
+  const { rows } = await pool.query({ name: 'kiln_finish_node', text: 'SELECT kiln_finish_node($1, $2, $3) AS out', values: [job.id, workerId, JSON.stringify(body)] })
   const out = rows[0].out as Json
   if (out.outcome !== 'ok') return { outcome: out.outcome as 'gone' | 'lock_lost' }
   await settleIfAsked(pool, job.stackId, out)
@@ -123,7 +124,7 @@ export async function replaceNode(pool: pg.Pool, workerId: string, job: ClaimedJ
     holds_lock: req.holdsLock,
     ...(req.claim && beginLeaseMs ? { begin_lease_ms: beginLeaseMs } : {}),
   }
-  const { rows } = await pool.query('SELECT kiln_replace_node($1, $2, $3) AS out', [job.id, workerId, JSON.stringify(spec)])
+  const { rows } = await pool.query({ name: 'kiln_replace_node', text: 'SELECT kiln_replace_node($1, $2, $3) AS out', values: [job.id, workerId, JSON.stringify(spec)] })
   const out = rows[0].out as Json
   if (out.outcome !== 'ok') return { outcome: out.outcome as 'gone' | 'lock_lost' | 'stale' }
   await settleIfAsked(pool, job.stackId, out)
@@ -133,7 +134,7 @@ export async function replaceNode(pool: pg.Pool, workerId: string, job: ClaimedJ
 }
 
 export async function markInProgress(pool: pg.Pool, workerId: string, job: ClaimedJob, action: ResourceAction): Promise<boolean> {
-  const { rows } = await pool.query('SELECT kiln_mark_in_progress($1, $2, $3) AS ok', [job.id, workerId, action])
+  const { rows } = await pool.query({ name: 'kiln_mark_in_progress', text: 'SELECT kiln_mark_in_progress($1, $2, $3) AS ok', values: [job.id, workerId, action] })
   return rows[0].ok === true
 }
 

@@ -36,7 +36,7 @@ export async function claimJobs(pool: pg.Pool, workerId: string, limit: number):
  */
 export async function claimAndBeginJobs(pool: pg.Pool, workerId: string, limit: number, leaseMs: number): Promise<ClaimedJob[]> {
   if (limit <= 0) return []
-  const { rows } = await pool.query('SELECT kiln_claim_jobs($1, $2, $3) AS out', [workerId, limit, leaseMs])
+  const { rows } = await pool.query({ name: 'kiln_claim_jobs', text: 'SELECT kiln_claim_jobs($1, $2, $3) AS out', values: [workerId, limit, leaseMs] })
   const out = rows[0].out as { jobs: { job: Record<string, unknown>; begun: unknown }[]; settle: { stack_id: string; traversal_id: string }[] }
   for (const s of out.settle) await settleTraversal(pool, s.stack_id, s.traversal_id)
   return out.jobs
