@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- --json] [--shapes chain,layered] [--sizes 100,1000] [--delays 0,0.2] [--workers 2] [--concurrency 64] [--profile]`
+ * `npm run bench [-- --json] [--shapes chain,layered] [--sizes 100,1000] [--delays 0,0.2] [--workers 2] [--concurrency 64] [--phases create,update,replace,delete] [--profile]`
  *
  * Runs create -> update all in place -> replace all -> delete of generated
  * OS::Heat::TestResource stacks through the service layer, with real worker
@@ -32,6 +32,7 @@ interface Args {
   workers: number
   /** job slots per worker (KILN_WORKER_CONCURRENCY) */
   concurrency: number
+  lastPhase: PhaseName
   profile: boolean
 }
 
@@ -48,6 +49,9 @@ function parseArgs(argv: string[]): Args {
     workers: Number(get('--workers') ?? 2),
     concurrency: Number(get('--concurrency') ?? 64),
     profile: argv.includes('--profile'),
+    // Later phases need the earlier ones (update needs a created stack): --phases create
+    // stops after create; --phases create,update after update.
+    lastPhase: (get('--phases') ?? 'create,update,replace,delete').split(',').at(-1) as PhaseName,
   }
 }
 
@@ -179,6 +183,7 @@ async function main() {
           results.push(row)
           if (!args.json) console.log(`${shape.padEnd(8)} n=${String(n).padEnd(6)} D=${delay}s ${phase.padEnd(8)} ${outcome.padEnd(18)} wall ${row.wallS.toFixed(2)} s  ${row.msPerResource.toFixed(2)} ms/res  ${row.nodesPerS} nodes/s  ${row.wallOverCritical ? `wall/cp ${row.wallOverCritical}` : ''}  ${row.txnsPerNode} write txn/node`)
           if (args.profile) console.log(await profileReport(db.pool, nodes))
+          if (phase === args.lastPhase) break
           if (!outcome.endsWith('COMPLETE')) throw new Error(`${name} ${phase} ended ${outcome}`)
         }
       }

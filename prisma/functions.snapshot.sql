@@ -119,14 +119,18 @@ $$;
 
 -- Lock sync points in the one global order (traversal, resource, is_update):
 -- p_keys is a JSON array of [traversal_id, resource_id, is_update]; nulls are ignored.
+-- One primary-key probe per key: a single `IN (…) ORDER BY … FOR UPDATE` is
+-- planned as a hash join over the whole table, one scan per finish (O(N²) for
+-- a 10,000-node traversal).
 CREATE OR REPLACE FUNCTION kiln_lock_sync_points(p_keys jsonb) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+  k record;
 BEGIN
-  PERFORM 1 FROM sync_point sp
-   WHERE (sp.traversal_id, sp.resource_id, sp.is_update) IN (
-           SELECT (k->>0)::uuid, (k->>1)::int, (k->>2)::boolean FROM jsonb_array_elements(p_keys) k
-            WHERE k->>0 IS NOT NULL AND k->>1 IS NOT NULL)
-   ORDER BY sp.traversal_id, sp.resource_id, sp.is_update
-   FOR UPDATE;
+  FOR k IN SELECT DISTINCT (e->>0)::uuid AS trav, (e->>1)::int AS rid, (e->>2)::boolean AS upd
+             FROM jsonb_array_elements(p_keys) e WHERE e->>0 IS NOT NULL AND e->>1 IS NOT NULL
+            ORDER BY 1, 2, 3 LOOP
+    PERFORM 1 FROM sync_point WHERE traversal_id = k.trav AND resource_id = k.rid AND is_update = k.upd FOR UPDATE;
+  END LOOP;
 END $$;
 
 -- What a locked node needs to run (row, inputs, scope).
@@ -759,6 +763,20 @@ END $$;
 --   e. a traversal whose last root reported, or that failed, but whose stack
 --      was not settled (the worker died between its finish and kiln_settle).
 
+-- A node that should have a message and has none: READY without a job, or
+-- BLOCKED/RUNNING on a row nobody holds (the retrigger or the holder went
+-- missing). Not younger than 2 s: its step may still be committing. A READY
+-- node waiting in a long queue is not lost (its job exists): with 10,000
+-- nodes that is most of them, and the check is one anti-join over the queue,
+-- never a scan of the queue per node.
+CREATE OR REPLACE FUNCTION kiln_lost_nodes(p_trav uuid) RETURNS SETOF sync_point LANGUAGE sql STABLE AS $$
+  SELECT sp.* FROM sync_point sp
+   WHERE sp.traversal_id = p_trav AND sp.state IN ('READY', 'BLOCKED', 'RUNNING') AND sp.updated_at < now() - interval '2 seconds'
+     AND NOT EXISTS (SELECT 1 FROM job j WHERE j.traversal_id = sp.traversal_id AND coalesce(j.graph_key_id, j.resource_id) = sp.resource_id
+                       AND j.is_update = sp.is_update AND j.kind = 'check_resource')
+     AND (sp.state = 'READY' OR NOT EXISTS (SELECT 1 FROM resource x WHERE x.id = coalesce(sp.actor_id, sp.resource_id) AND x.engine_id IS NOT NULL))
+$$;
+
 CREATE OR REPLACE FUNCTION kiln_sweep_candidates(p_lease_ms int) RETURNS TABLE (stack_id uuid) LANGUAGE sql STABLE AS $$
   SELECT r.stack_id FROM resource r WHERE r.engine_id IS NOT NULL AND r.lease_expires_at < now()
   UNION
@@ -769,9 +787,10 @@ CREATE OR REPLACE FUNCTION kiln_sweep_candidates(p_lease_ms int) RETURNS TABLE (
   UNION
   SELECT t.stack_id FROM traversal t WHERE t.outcome IS NULL AND (t.deadline < now() OR t.failure_reason IS NOT NULL OR t.roots_pending <= 0)
   UNION
-  SELECT t.stack_id FROM traversal t JOIN sync_point sp ON sp.traversal_id = t.id
-   WHERE t.outcome IS NULL AND sp.state IN ('READY', 'BLOCKED', 'RUNNING') AND sp.updated_at < now() - interval '2 seconds'
+  SELECT t.stack_id FROM traversal t
+   WHERE t.outcome IS NULL AND t.failure_reason IS NULL AND EXISTS (SELECT 1 FROM kiln_lost_nodes(t.id))
 $$;
+
 
 CREATE OR REPLACE FUNCTION kiln_sweep_stack(p_stack uuid, p_lease_ms int) RETURNS jsonb LANGUAGE plpgsql AS $$
 DECLARE
@@ -834,15 +853,7 @@ BEGIN
     END IF;
     -- d. lost messages (only when the traversal is still scheduling)
     IF t.failure_reason IS NULL THEN
-      FOR sp IN SELECT p.* FROM sync_point p WHERE p.traversal_id = t.id AND p.state IN ('READY', 'BLOCKED', 'RUNNING')
-          AND p.updated_at < now() - interval '2 seconds' LOOP
-        IF EXISTS (SELECT 1 FROM job j WHERE j.traversal_id = t.id AND coalesce(j.graph_key_id, j.resource_id) = sp.resource_id
-                     AND j.is_update = sp.is_update AND j.kind = 'check_resource') THEN
-          CONTINUE;
-        END IF;
-        IF sp.state <> 'READY' AND EXISTS (SELECT 1 FROM resource x WHERE x.id = coalesce(sp.actor_id, sp.resource_id) AND x.engine_id IS NOT NULL) THEN
-          CONTINUE; -- still locked: its holder will retrigger it
-        END IF;
+      FOR sp IN SELECT * FROM kiln_lost_nodes(t.id) LOOP
         UPDATE sync_point SET state = 'READY', updated_at = now()
          WHERE traversal_id = sp.traversal_id AND resource_id = sp.resource_id AND is_update = sp.is_update;
         INSERT INTO job (kind, stack_id, traversal_id, resource_id, is_update, graph_key_id)

@@ -75,12 +75,14 @@ describe('several worker processes', () => {
   })
 
   test('updates submitted mid-traversal, again and again, end at the last template with no needless replacement', async () => {
-    const res = await c.services.create(c.actor, { name: 'overlap', template: chain(6, 'v0', 0.1) })
+    // Actions of 0.25 s against updates 85–210 ms apart: every update lands while some
+    // row is locked, even when a loaded machine delays the workers (0.1 s did not, once).
+    const res = await c.services.create(c.actor, { name: 'overlap', template: chain(6, 'v0', 0.25) })
     let last = 'v0'
     for (let k = 1; k <= 6; k++) {
       await new Promise((r) => setTimeout(r, 60 + k * 25))
       last = `v${k}`
-      await c.services.update(c.actor, res.stack.id, { template: chain(6, last, 0.1) })
+      await c.services.update(c.actor, res.stack.id, { template: chain(6, last, 0.25) })
     }
     expect(await c.settle(res.stack.id)).toBe('UPDATE_COMPLETE')
     const rows = await c.rows(res.stack.id)

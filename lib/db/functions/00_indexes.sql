@@ -15,3 +15,4 @@ CREATE INDEX IF NOT EXISTS traversal_running_idx ON traversal (deadline) WHERE o
 -- A cleanup node that deleted a replaced row clears `replaces` on its
 -- replacement: without this, one sequential scan of the stack's rows per node.
 CREATE INDEX IF NOT EXISTS resource_replaces_idx ON resource (replaces) WHERE replaces IS NOT NULL;
+

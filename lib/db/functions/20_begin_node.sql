@@ -38,14 +38,18 @@ $$;
 
 -- Lock sync points in the one global order (traversal, resource, is_update):
 -- p_keys is a JSON array of [traversal_id, resource_id, is_update]; nulls are ignored.
+-- One primary-key probe per key: a single `IN (…) ORDER BY … FOR UPDATE` is
+-- planned as a hash join over the whole table, one scan per finish (O(N²) for
+-- a 10,000-node traversal).
 CREATE OR REPLACE FUNCTION kiln_lock_sync_points(p_keys jsonb) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+  k record;
 BEGIN
-  PERFORM 1 FROM sync_point sp
-   WHERE (sp.traversal_id, sp.resource_id, sp.is_update) IN (
-           SELECT (k->>0)::uuid, (k->>1)::int, (k->>2)::boolean FROM jsonb_array_elements(p_keys) k
-            WHERE k->>0 IS NOT NULL AND k->>1 IS NOT NULL)
-   ORDER BY sp.traversal_id, sp.resource_id, sp.is_update
-   FOR UPDATE;
+  FOR k IN SELECT DISTINCT (e->>0)::uuid AS trav, (e->>1)::int AS rid, (e->>2)::boolean AS upd
+             FROM jsonb_array_elements(p_keys) e WHERE e->>0 IS NOT NULL AND e->>1 IS NOT NULL
+            ORDER BY 1, 2, 3 LOOP
+    PERFORM 1 FROM sync_point WHERE traversal_id = k.trav AND resource_id = k.rid AND is_update = k.upd FOR UPDATE;
+  END LOOP;
 END $$;
 
 -- What a locked node needs to run (row, inputs, scope).
