@@ -62,7 +62,7 @@ const EnvSchema = z.object({
   /** A resource lock's lease; a lock whose lease ran out (owner stopped heartbeating) is broken. */
   KILN_LEASE_MS: int(15_000),
   KILN_HEARTBEAT_MS: int(0),
-  /** Resource actions one worker process runs at once. */
+  /** Resource actions one worker process runs at once (its database calls share at most 8 connections). */
   KILN_WORKER_CONCURRENCY: int(64),
   /** After SIGTERM, how long in-flight actions may run before they are aborted. */
   KILN_SHUTDOWN_ABORT_MS: int(30_000),
