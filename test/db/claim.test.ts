@@ -33,7 +33,7 @@ test('a claim begins the nodes it can lock at once and hands back, unbegun, the 
   await registerWorker(c.db.pool, worker, 4, 'test')
   const res = await c.services.create(c.actor, { name: 'claim-later', template: TEMPLATE })
   const { rows } = await c.db.pool.query(`SELECT id, name FROM resource WHERE stack_id = $1 ORDER BY name`, [res.stack.id])
-  const [a, b] = rows as { id: number; name: string }[]
+  const [a, b] = rows as [{ id: number; name: string }, { id: number; name: string }]
 
   // Someone else holds row b (a row lock, as a concurrent step would).
   const other = new pg.Client({ connectionString: db.url })
