@@ -287,6 +287,8 @@ class NodeRun {
     // Timer reason: see MARK_AFTER_MS.
     const timer = setTimeout(() => {
       writing = this.deps.store.markInProgress(this.job, action)
+      // Handled when awaited below; until then a failure must not count as unhandled (that would end the process).
+      writing.catch(() => {})
     }, MARK_AFTER_MS)
     return async () => {
       clearTimeout(timer)

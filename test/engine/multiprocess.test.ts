@@ -97,6 +97,25 @@ describe('several worker processes', () => {
     expect(ev[0].retriggered).toBeGreaterThan(0)
   })
 
+  test('an in-place update shows UPDATE_IN_PROGRESS then UPDATE_COMPLETE, whether its action is quick (one transaction) or slow (marked while it runs)', async () => {
+    for (const [name, wait] of [['quick', 0], ['slow', 0.2]] as const) {
+      const res = await c.services.create(c.actor, { name: `mark-${name}`, template: chain(2, 'a', wait) })
+      expect(await c.settle(res.stack.id)).toBe('CREATE_COMPLETE')
+      const up = await c.services.update(c.actor, res.stack.id, { template: chain(2, 'b', wait) })
+      expect(await c.settle(res.stack.id)).toBe('UPDATE_COMPLETE')
+      const { rows } = await c.db.pool.query(
+        `SELECT resource_name, action || '_' || status AS state, created_at FROM event WHERE traversal_id = $1 AND kind = 'resource' ORDER BY seq`,
+        [up.traversalId],
+      )
+      for (const r of ['r0', 'r1']) expect(rows.filter((e) => e.resource_name === r).map((e) => e.state), `${name} ${r}`).toEqual(['UPDATE_IN_PROGRESS', 'UPDATE_COMPLETE'])
+      // A slow action's IN_PROGRESS is written while it runs, in a transaction of its own.
+      const r0 = rows.filter((e) => e.resource_name === 'r0')
+      const apart = new Date(r0[1].created_at).getTime() - new Date(r0[0].created_at).getTime()
+      if (wait > 0) expect(apart).toBeGreaterThan(100)
+      else expect(apart).toBe(0)
+    }
+  })
+
   test('cancel without rollback stops scheduling; in-flight resources finish; the stack is FAILED', async () => {
     const res = await c.services.create(c.actor, { name: 'cancel-plain', template: chain(5, 'a', 0.3) })
     await new Promise((r) => setTimeout(r, 450))
