@@ -56,6 +56,14 @@ CREATE OR REPLACE FUNCTION kiln_ev(
     'reason', coalesce(p_reason, ''), 'data', p_data)
 $$;
 
+-- A row's `<action>_IN_PROGRESS` event while its node runs: written by
+-- kiln_mark_in_progress, or by kiln_finish_node for an action too quick to mark.
+CREATE OR REPLACE FUNCTION kiln_in_progress_ev(p_trav uuid, p_row resource, p_action text, p_rid int, p_upd boolean)
+RETURNS jsonb LANGUAGE sql IMMUTABLE AS $$
+  SELECT kiln_ev('resource', p_trav, p_row.id, p_row.name, p_row.physical_id, p_action, 'IN_PROGRESS', 'state changed',
+                 jsonb_build_object('rid', p_rid, 'update', p_upd, 'state', 'RUNNING'))
+$$;
+
 -- The last event number of a stack (0 before the first event).
 CREATE OR REPLACE FUNCTION kiln_last_seq(p_stack uuid) RETURNS bigint LANGUAGE sql STABLE AS $$
   SELECT coalesce(max(seq), 0) FROM event WHERE stack_id = p_stack
@@ -290,10 +298,23 @@ BEGIN
   RETURN (v->'result') || jsonb_build_object('settle', v->'settle');
 END $$;
 
--- kiln_claim_jobs: claim up to p_limit available jobs (oldest first, SKIP
--- LOCKED: graphile-worker's pattern) and begin each check_resource job in the
--- same transaction, so a queued node costs one round trip before its action,
--- not two. A begin that would have to wait for a lock answers 'later' and its
+-- kiln_claim: claim up to p_limit available jobs, oldest first, skipping rows
+-- another claimer holds (graphile-worker's pattern). The pick is a CTE,
+-- evaluated once: written as `WHERE id IN (SELECT … LIMIT n FOR UPDATE SKIP
+-- LOCKED)` the planner may re-run the subquery and claim more than n (the
+-- likely way the lock-step harness, which asks for one job, lost jobs in some
+-- full-suite runs). Compared with the wall clock, not the transaction's start:
+-- run_at is stored to the millisecond (rounded), so a job just made ready could
+-- otherwise look a fraction of a millisecond in the future to an immediate claim.
+CREATE OR REPLACE FUNCTION kiln_claim(p_worker uuid, p_limit int) RETURNS SETOF job LANGUAGE sql AS $$
+  WITH picked AS (SELECT id FROM job WHERE locked_by IS NULL AND run_at <= clock_timestamp() ORDER BY id LIMIT p_limit FOR UPDATE SKIP LOCKED)
+  UPDATE job SET locked_by = p_worker, locked_at = now(), attempts = attempts + 1 FROM picked WHERE job.id = picked.id
+  RETURNING job.*
+$$;
+
+-- kiln_claim_jobs: claim up to p_limit available jobs (kiln_claim) and begin
+-- each check_resource job in the same transaction, so a queued node costs one
+-- round trip before its action, not two. A begin that would have to wait for a lock answers 'later' and its
 -- job is returned claimed but not begun. Events are published per stack, in
 -- stack order, at the end (lock order 5).
 -- Returns { jobs: [{ job, begun }], settle: [{ stack_id, traversal_id }] }.
@@ -307,12 +328,7 @@ DECLARE
   v_settle jsonb := '[]';
 BEGIN
   FOR v_job IN
-    -- The pick is a CTE, evaluated once (an IN (subquery … LIMIT) may be re-run and claim more).
-    WITH picked AS (SELECT id FROM job WHERE locked_by IS NULL AND run_at <= clock_timestamp() ORDER BY id LIMIT p_limit FOR UPDATE SKIP LOCKED),
-    claimed AS (
-      UPDATE job SET locked_by = p_worker, locked_at = now(), attempts = attempts + 1 FROM picked WHERE job.id = picked.id
-      RETURNING job.*)
-    SELECT * FROM claimed ORDER BY stack_id, id
+    SELECT * FROM kiln_claim(p_worker, p_limit) ORDER BY stack_id, id
   LOOP
     v := NULL;
     IF v_job.kind = 'check_resource' THEN
@@ -517,8 +533,7 @@ BEGIN
 
   IF p_result ? 'in_progress_event' THEN
     -- A quick action was not marked IN_PROGRESS while it ran (kiln_mark_in_progress): the history still shows it.
-    v_events := v_events || kiln_ev('resource', j.traversal_id, r.id, r.name, r.physical_id, p_result->>'in_progress_event', 'IN_PROGRESS',
-      'state changed', jsonb_build_object('rid', v_key, 'update', j.is_update, 'state', 'RUNNING'));
+    v_events := v_events || kiln_in_progress_ev(j.traversal_id, r, p_result->>'in_progress_event', v_key, j.is_update);
   END IF;
   v_events := v_events || kiln_ev(CASE WHEN coalesce((p_result->>'resource_event')::boolean, false) THEN 'resource' ELSE 'node' END,
     j.traversal_id, r.id, r.name, r.physical_id,
@@ -598,7 +613,7 @@ BEGIN
   PERFORM kiln_emit(s.id, v_events);
   IF v_queued > 0 THEN PERFORM pg_notify('kiln_jobs', ''); END IF;
   RETURN jsonb_build_object('outcome', 'ok', 'claimed', v_claimed, 'queued', v_queued,
-    'begun', CASE WHEN v_begin->'result'->>'outcome' <> 'later' THEN v_begin->'result' END, 'settle', v_settle);
+    'begun', v_begin->'result', 'settle', v_settle);
 END $$;
 
 -- kiln_settle: after a node step reported that its traversal may have ended
@@ -708,7 +723,7 @@ BEGIN
   PERFORM kiln_emit(s.id, v_events);
   IF NOT v_claim OR v_ev IS NOT NULL THEN PERFORM pg_notify('kiln_jobs', ''); END IF;
   RETURN jsonb_build_object('outcome', 'ok', 'replacement', to_jsonb(v_new), 'claimed', CASE WHEN v_claim THEN to_jsonb(v_job) END,
-    'begun', CASE WHEN v_begin->'result'->>'outcome' <> 'later' THEN v_begin->'result' END, 'settle', v_begin->'settle');
+    'begun', v_begin->'result', 'settle', v_begin->'settle');
 END $$;
 
 -- An in-place update is about to start: show UPDATE_IN_PROGRESS (creates and
@@ -726,8 +741,7 @@ BEGIN
          atomic_key = atomic_key + 1, updated_at = now()
    WHERE id = j.resource_id AND engine_id = p_worker RETURNING * INTO r;
   IF NOT FOUND THEN RETURN false; END IF;
-  PERFORM kiln_emit(j.stack_id, jsonb_build_array(kiln_ev('resource', j.traversal_id, r.id, r.name, r.physical_id, r.action, r.status,
-    'state changed', jsonb_build_object('rid', coalesce(j.graph_key_id, r.id), 'update', j.is_update, 'state', 'RUNNING'))));
+  PERFORM kiln_emit(j.stack_id, jsonb_build_array(kiln_in_progress_ev(j.traversal_id, r, p_action, coalesce(j.graph_key_id, r.id), j.is_update)));
   RETURN true;
 END $$;
 

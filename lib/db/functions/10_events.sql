@@ -36,6 +36,14 @@ CREATE OR REPLACE FUNCTION kiln_ev(
     'reason', coalesce(p_reason, ''), 'data', p_data)
 $$;
 
+-- A row's `<action>_IN_PROGRESS` event while its node runs: written by
+-- kiln_mark_in_progress, or by kiln_finish_node for an action too quick to mark.
+CREATE OR REPLACE FUNCTION kiln_in_progress_ev(p_trav uuid, p_row resource, p_action text, p_rid int, p_upd boolean)
+RETURNS jsonb LANGUAGE sql IMMUTABLE AS $$
+  SELECT kiln_ev('resource', p_trav, p_row.id, p_row.name, p_row.physical_id, p_action, 'IN_PROGRESS', 'state changed',
+                 jsonb_build_object('rid', p_rid, 'update', p_upd, 'state', 'RUNNING'))
+$$;
+
 -- The last event number of a stack (0 before the first event).
 CREATE OR REPLACE FUNCTION kiln_last_seq(p_stack uuid) RETURNS bigint LANGUAGE sql STABLE AS $$
   SELECT coalesce(max(seq), 0) FROM event WHERE stack_id = p_stack

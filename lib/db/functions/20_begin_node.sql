@@ -209,10 +209,23 @@ BEGIN
   RETURN (v->'result') || jsonb_build_object('settle', v->'settle');
 END $$;
 
--- kiln_claim_jobs: claim up to p_limit available jobs (oldest first, SKIP
--- LOCKED: graphile-worker's pattern) and begin each check_resource job in the
--- same transaction, so a queued node costs one round trip before its action,
--- not two. A begin that would have to wait for a lock answers 'later' and its
+-- kiln_claim: claim up to p_limit available jobs, oldest first, skipping rows
+-- another claimer holds (graphile-worker's pattern). The pick is a CTE,
+-- evaluated once: written as `WHERE id IN (SELECT … LIMIT n FOR UPDATE SKIP
+-- LOCKED)` the planner may re-run the subquery and claim more than n (the
+-- likely way the lock-step harness, which asks for one job, lost jobs in some
+-- full-suite runs). Compared with the wall clock, not the transaction's start:
+-- run_at is stored to the millisecond (rounded), so a job just made ready could
+-- otherwise look a fraction of a millisecond in the future to an immediate claim.
+CREATE OR REPLACE FUNCTION kiln_claim(p_worker uuid, p_limit int) RETURNS SETOF job LANGUAGE sql AS $$
+  WITH picked AS (SELECT id FROM job WHERE locked_by IS NULL AND run_at <= clock_timestamp() ORDER BY id LIMIT p_limit FOR UPDATE SKIP LOCKED)
+  UPDATE job SET locked_by = p_worker, locked_at = now(), attempts = attempts + 1 FROM picked WHERE job.id = picked.id
+  RETURNING job.*
+$$;
+
+-- kiln_claim_jobs: claim up to p_limit available jobs (kiln_claim) and begin
+-- each check_resource job in the same transaction, so a queued node costs one
+-- round trip before its action, not two. A begin that would have to wait for a lock answers 'later' and its
 -- job is returned claimed but not begun. Events are published per stack, in
 -- stack order, at the end (lock order 5).
 -- Returns { jobs: [{ job, begun }], settle: [{ stack_id, traversal_id }] }.
@@ -226,12 +239,7 @@ DECLARE
   v_settle jsonb := '[]';
 BEGIN
   FOR v_job IN
-    -- The pick is a CTE, evaluated once (an IN (subquery … LIMIT) may be re-run and claim more).
-    WITH picked AS (SELECT id FROM job WHERE locked_by IS NULL AND run_at <= clock_timestamp() ORDER BY id LIMIT p_limit FOR UPDATE SKIP LOCKED),
-    claimed AS (
-      UPDATE job SET locked_by = p_worker, locked_at = now(), attempts = attempts + 1 FROM picked WHERE job.id = picked.id
-      RETURNING job.*)
-    SELECT * FROM claimed ORDER BY stack_id, id
+    SELECT * FROM kiln_claim(p_worker, p_limit) ORDER BY stack_id, id
   LOOP
     v := NULL;
     IF v_job.kind = 'check_resource' THEN

@@ -182,8 +182,7 @@ BEGIN
 
   IF p_result ? 'in_progress_event' THEN
     -- A quick action was not marked IN_PROGRESS while it ran (kiln_mark_in_progress): the history still shows it.
-    v_events := v_events || kiln_ev('resource', j.traversal_id, r.id, r.name, r.physical_id, p_result->>'in_progress_event', 'IN_PROGRESS',
-      'state changed', jsonb_build_object('rid', v_key, 'update', j.is_update, 'state', 'RUNNING'));
+    v_events := v_events || kiln_in_progress_ev(j.traversal_id, r, p_result->>'in_progress_event', v_key, j.is_update);
   END IF;
   v_events := v_events || kiln_ev(CASE WHEN coalesce((p_result->>'resource_event')::boolean, false) THEN 'resource' ELSE 'node' END,
     j.traversal_id, r.id, r.name, r.physical_id,
@@ -263,7 +262,7 @@ BEGIN
   PERFORM kiln_emit(s.id, v_events);
   IF v_queued > 0 THEN PERFORM pg_notify('kiln_jobs', ''); END IF;
   RETURN jsonb_build_object('outcome', 'ok', 'claimed', v_claimed, 'queued', v_queued,
-    'begun', CASE WHEN v_begin->'result'->>'outcome' <> 'later' THEN v_begin->'result' END, 'settle', v_settle);
+    'begun', v_begin->'result', 'settle', v_settle);
 END $$;
 
 -- kiln_settle: after a node step reported that its traversal may have ended

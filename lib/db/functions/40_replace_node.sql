@@ -82,7 +82,7 @@ BEGIN
   PERFORM kiln_emit(s.id, v_events);
   IF NOT v_claim OR v_ev IS NOT NULL THEN PERFORM pg_notify('kiln_jobs', ''); END IF;
   RETURN jsonb_build_object('outcome', 'ok', 'replacement', to_jsonb(v_new), 'claimed', CASE WHEN v_claim THEN to_jsonb(v_job) END,
-    'begun', CASE WHEN v_begin->'result'->>'outcome' <> 'later' THEN v_begin->'result' END, 'settle', v_begin->'settle');
+    'begun', v_begin->'result', 'settle', v_begin->'settle');
 END $$;
 
 -- An in-place update is about to start: show UPDATE_IN_PROGRESS (creates and
@@ -100,8 +100,7 @@ BEGIN
          atomic_key = atomic_key + 1, updated_at = now()
    WHERE id = j.resource_id AND engine_id = p_worker RETURNING * INTO r;
   IF NOT FOUND THEN RETURN false; END IF;
-  PERFORM kiln_emit(j.stack_id, jsonb_build_array(kiln_ev('resource', j.traversal_id, r.id, r.name, r.physical_id, r.action, r.status,
-    'state changed', jsonb_build_object('rid', coalesce(j.graph_key_id, r.id), 'update', j.is_update, 'state', 'RUNNING'))));
+  PERFORM kiln_emit(j.stack_id, jsonb_build_array(kiln_in_progress_ev(j.traversal_id, r, p_action, coalesce(j.graph_key_id, r.id), j.is_update)));
   RETURN true;
 END $$;
 

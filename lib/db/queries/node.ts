@@ -27,13 +27,8 @@ function scopeOf(out: Json) {
  * step committed. Node steps share the stack row; only this takes it alone. If
  * it cannot run (the database went away), the sweeper settles the stack instead.
  */
-export async function settleTraversal(pool: pg.Pool, stackId: string, traversalId: string): Promise<string | null> {
-  try {
-    const { rows } = await withRetry(() => pool.query('SELECT kiln_settle($1, $2) AS out', [stackId, traversalId]), { maxMs: 10_000 })
-    return rows[0].out as string
-  } catch {
-    return null
-  }
+export async function settleTraversal(pool: pg.Pool, stackId: string, traversalId: string): Promise<void> {
+  await withRetry(() => pool.query('SELECT kiln_settle($1, $2)', [stackId, traversalId]), { maxMs: 10_000 }).catch(() => {})
 }
 
 async function settleIfAsked(pool: pg.Pool, stackId: string, out: Json): Promise<void> {
@@ -47,10 +42,15 @@ export async function beginNode(pool: pg.Pool, workerId: string, leaseMs: number
   return toBeginResult(out)
 }
 
-/** A begin done inside another step's transaction; 'later' (or none) means: begin it separately. */
-export function toInlineBegin(out: unknown): BeginResult | undefined {
-  if (!out || typeof out !== 'object' || (out as Json).outcome === 'later') return undefined
-  return toBeginResult(out as Json)
+/**
+ * A job claimed inside another step's transaction, with the begin done there
+ * too; a begin that answered 'later' (or none) leaves `begun` unset: the worker
+ * begins it separately.
+ */
+export function claimedWithBegin(job: Json, begun: unknown): ClaimedJob {
+  const claimed = toClaimedJob(job)
+  if (begun && typeof begun === 'object' && (begun as Json).outcome !== 'later') claimed.begun = toBeginResult(begun as Json)
+  return claimed
 }
 
 function toBeginResult(out: Json): BeginResult {
@@ -109,9 +109,7 @@ export async function finishNode(pool: pg.Pool, workerId: string, job: ClaimedJo
   const out = rows[0].out as Json
   if (out.outcome !== 'ok') return { outcome: out.outcome as 'gone' | 'lock_lost' }
   await settleIfAsked(pool, job.stackId, out)
-  const claimed = out.claimed ? toClaimedJob(out.claimed as Json) : null
-  if (claimed) claimed.begun = toInlineBegin(out.begun)
-  return { outcome: 'ok', claimed }
+  return { outcome: 'ok', claimed: out.claimed ? claimedWithBegin(out.claimed as Json, out.begun) : null }
 }
 
 /** Replace a node's row; with `req.claim` (and `beginLeaseMs`) the new row's node is claimed and begun in the same transaction. */
@@ -128,9 +126,7 @@ export async function replaceNode(pool: pg.Pool, workerId: string, job: ClaimedJ
   const out = rows[0].out as Json
   if (out.outcome !== 'ok') return { outcome: out.outcome as 'gone' | 'lock_lost' | 'stale' }
   await settleIfAsked(pool, job.stackId, out)
-  const claimed = out.claimed ? toClaimedJob(out.claimed as Json) : null
-  if (claimed) claimed.begun = toInlineBegin(out.begun)
-  return { outcome: 'ok', replacement: toResourceRow(out.replacement as Json), claimed }
+  return { outcome: 'ok', replacement: toResourceRow(out.replacement as Json), claimed: out.claimed ? claimedWithBegin(out.claimed as Json, out.begun) : null }
 }
 
 export async function markInProgress(pool: pg.Pool, workerId: string, job: ClaimedJob, action: ResourceAction): Promise<boolean> {

@@ -6,25 +6,13 @@
  */
 import type pg from 'pg'
 import type { ClaimedJob } from '../../engine/ports'
-import { settleTraversal, toInlineBegin } from './node'
+import { claimedWithBegin, settleTraversal } from './node'
 import { toClaimedJob } from './rows'
 
-/**
- * Claim up to `limit` available jobs, oldest first. The pick is a CTE, evaluated
- * exactly once: written as `WHERE id IN (SELECT … LIMIT n FOR UPDATE SKIP LOCKED)`
- * the planner may re-run the subquery and claim more than `limit` (the likely
- * way the lock-step harness, which asks for one job, lost jobs in some full-suite
- * runs). Compared with the wall clock, not the transaction's start: run_at is stored to the millisecond (rounded), so a job just made ready
- * could otherwise look a fraction of a millisecond in the future to an immediate claim.
- */
+/** Claim up to `limit` available jobs, oldest first (kiln_claim: the rules are written there). */
 export async function claimJobs(pool: pg.Pool, workerId: string, limit: number): Promise<ClaimedJob[]> {
   if (limit <= 0) return []
-  const { rows } = await pool.query(
-    `WITH picked AS (SELECT id FROM job WHERE locked_by IS NULL AND run_at <= clock_timestamp() ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED)
-     UPDATE job SET locked_by = $1, locked_at = now(), attempts = attempts + 1 FROM picked WHERE job.id = picked.id
-     RETURNING job.*`,
-    [workerId, limit],
-  )
+  const { rows } = await pool.query('SELECT * FROM kiln_claim($1, $2)', [workerId, limit])
   return rows.map(toClaimedJob).sort((a, b) => a.id - b.id)
 }
 
@@ -39,13 +27,7 @@ export async function claimAndBeginJobs(pool: pg.Pool, workerId: string, limit: 
   const { rows } = await pool.query({ name: 'kiln_claim_jobs', text: 'SELECT kiln_claim_jobs($1, $2, $3) AS out', values: [workerId, limit, leaseMs] })
   const out = rows[0].out as { jobs: { job: Record<string, unknown>; begun: unknown }[]; settle: { stack_id: string; traversal_id: string }[] }
   for (const s of out.settle) await settleTraversal(pool, s.stack_id, s.traversal_id)
-  return out.jobs
-    .map(({ job, begun }) => {
-      const claimed = toClaimedJob(job)
-      claimed.begun = toInlineBegin(begun)
-      return claimed
-    })
-    .sort((a, b) => a.id - b.id)
+  return out.jobs.map(({ job, begun }) => claimedWithBegin(job, begun)).sort((a, b) => a.id - b.id)
 }
 
 /** Give back claimed jobs this worker is not running (after an ambiguous failure, or on shutdown). */

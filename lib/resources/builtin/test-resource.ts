@@ -43,6 +43,10 @@ async function run(ctx: ResourceContext, props: Record<string, unknown>, action:
   if (action !== 'delete' && props.fail === true) throw new ResourceActionError(`Test Resource failed ${ctx.resourceName}`)
 }
 
+function replaceReason(props: Record<string, unknown>): string | null {
+  return props.update_replace === true ? 'update_replace is set' : null
+}
+
 export const testResource: ResourceType = {
   name: 'OS::Heat::TestResource',
   description: 'A resource that waits, fails or asks to be replaced on demand, for testing stacks.',
@@ -52,10 +56,11 @@ export const testResource: ResourceType = {
     await run(ctx, props, 'create')
     return { physicalId: ctx.physicalName, attributes: { output: props.value } }
   },
-  replaceOnUpdate: (props) => (props.update_replace === true ? 'update_replace is set' : null),
+  replaceOnUpdate: replaceReason,
   async update(ctx, props) {
-    // Reached only when replaceOnUpdate said no; kept for callers that skip it.
-    if (props.update_replace === true) throw new ReplaceRequired('update_replace is set')
+    // The engine asks replaceOnUpdate first; a caller that does not still gets "replace me".
+    const why = replaceReason(props)
+    if (why) throw new ReplaceRequired(why)
     await run(ctx, props, 'update')
     return { attributes: { output: props.value } }
   },
