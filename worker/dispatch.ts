@@ -25,11 +25,11 @@ export async function dispatchJob(deps: DispatchDeps, job: ClaimedJob): Promise<
       const started = await deps.services.rollbackAfterFailure(job.stackId, job.traversalId!)
       await completeJob(deps.pool, deps.workerId, job.id)
       deps.node.log.info(started ? `rollback started (traversal ${started.traversalId})` : 'rollback not needed: the stack moved on', { stack: job.stackId })
-      return { outcome: 'unchanged', next: null }
+      return { outcome: 'unchanged', next: [] }
     }
     default:
       await completeJob(deps.pool, deps.workerId, job.id)
       deps.node.log.warn(`dropped a job of unknown kind ${String(job.kind)}`)
-      return { outcome: 'gone', next: null }
+      return { outcome: 'gone', next: [] }
   }
 }

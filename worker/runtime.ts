@@ -80,6 +80,8 @@ export class WorkerRuntime {
         signals: this.aborts,
         log: this.log,
         inline: opts.inline,
+        // The finishing job's own slot is about to be free too.
+        claimMax: () => this.opts.concurrency - this.inFlight.size + 1,
       },
     }
   }
@@ -263,11 +265,11 @@ export class WorkerRuntime {
   }
 
   private runSlot(first: ClaimedJob) {
+    this.inFlight.set(first.id, first)
     const slot = (async () => {
       let job: ClaimedJob | null = first
       while (job) {
-        this.inFlight.set(job.id, job)
-        let next: ClaimedJob | null = null
+        let next: ClaimedJob[] = []
         try {
           const res = await dispatchJob(this.deps, job)
           next = res.next
@@ -279,13 +281,17 @@ export class WorkerRuntime {
         }
         this.inFlight.delete(job.id)
         this.stats.finished++
-        if (next && this.state !== 'running') {
-          // Draining: hand the successor to another worker instead of starting it here.
+        if (next.length && this.state !== 'running') {
+          // Draining: hand the successors to another worker instead of starting them here.
           await releaseJobs(this.opts.db.pool, this.id, [...this.inFlight.keys()]).catch(() => {})
-          next = null
+          next = []
         }
-        if (next) this.stats.inline++
-        job = next
+        this.stats.inline += next.length
+        // The first continues in this slot; any more (a fan-out) get slots of their own.
+        const [head, ...rest] = next
+        for (const j of next) this.inFlight.set(j.id, j)
+        for (const j of rest) this.runSlot(j)
+        job = head ?? null
       }
     })()
     this.slots.add(slot)

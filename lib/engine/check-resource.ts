@@ -9,8 +9,8 @@
  *   3. finish: release the row with its new state, report to successors; or
  *      replace: hand the node to a new row that impersonates it.
  *
- * Returns the next job to run when the finish pre-claimed a successor (inline
- * continuation: a chain runs without queue hops).
+ * Returns the jobs to run next when the finish claimed successors (inline
+ * continuation: a chain or a fan-out runs without queue hops).
  */
 import type { Logger } from '../logger'
 import type { ResourceContext, ResourceType, ResourceTypeConfig } from '../resources/types'
@@ -36,8 +36,10 @@ export interface NodeRunnerDeps {
   typeConfig: ResourceTypeConfig
   signals: ActionSignals
   log: Logger
-  /** Pre-claim a successor this node makes ready and return it (no queue hop). */
+  /** Claim successors this node makes ready and return them (no queue hop). */
   inline: boolean
+  /** How many successors the worker can take on now (its free job slots); default 1. */
+  claimMax?: () => number
   /** Minimum interval between progress events of one node. */
   progressIntervalMs?: number
 }
@@ -48,7 +50,8 @@ export type NodeOutcome =
 
 export interface NodeResult {
   outcome: NodeOutcome
-  next: ClaimedJob | null
+  /** Claimed (and usually begun) successors, to run at once. */
+  next: ClaimedJob[]
 }
 
 type Locked = Extract<BeginResult, { outcome: 'locked' | 'replace_deleting' }>
@@ -86,7 +89,7 @@ function message(err: unknown): string {
 export async function runNode(deps: NodeRunnerDeps, job: ClaimedJob): Promise<NodeResult> {
   // A successor claimed by the previous node's finish may already be begun (same transaction).
   const begun = job.begun ?? (await deps.store.beginNode(job))
-  if (begun.outcome !== 'locked' && begun.outcome !== 'replace_deleting') return { outcome: begun.outcome, next: null }
+  if (begun.outcome !== 'locked' && begun.outcome !== 'replace_deleting') return { outcome: begun.outcome, next: [] }
   const ctx = await deps.traversals.get(job.traversalId!)
   const node = new NodeRun(deps, job, begun, ctx)
   return node.run()
@@ -143,10 +146,11 @@ class NodeRun {
   private async finish(req: Omit<FinishRequest, 'successors' | 'isRoot' | 'claim'>, outcome: NodeOutcome): Promise<NodeResult> {
     const { successors, isRoot } = this.links()
     const unmarked = this.unmarked ? { inProgressEvent: this.unmarked } : {}
-    const res = await this.deps.store.finishNode(this.job, { ...req, ...unmarked, successors, isRoot, claim: this.deps.inline })
+    const claimMax = this.deps.claimMax?.() ?? 1
+    const res = await this.deps.store.finishNode(this.job, { ...req, ...unmarked, successors, isRoot, claim: this.deps.inline && claimMax > 0, claimMax })
     if (res.outcome !== 'ok') {
       this.log.warn(`finish: ${res.outcome}`)
-      return { outcome: res.outcome, next: null }
+      return { outcome: res.outcome, next: [] }
     }
     return { outcome, next: res.claimed }
   }
@@ -299,9 +303,9 @@ class NodeRun {
   private async replace(type: string, reason: string, holdsLock: boolean): Promise<NodeResult> {
     this.unmarked = null
     const res = await this.deps.store.replaceNode(this.job, { type, requires: this.requires(), reason, claim: this.deps.inline, holdsLock })
-    if (res.outcome !== 'ok') return { outcome: res.outcome, next: null }
+    if (res.outcome !== 'ok') return { outcome: res.outcome, next: [] }
     this.log.info(`replaced by #${res.replacement.id}: ${reason}`)
-    return { outcome: 'replaced', next: res.claimed }
+    return { outcome: 'replaced', next: res.claimed ? [res.claimed] : [] }
   }
 
   private async cleanup(): Promise<NodeResult> {

@@ -80,8 +80,10 @@ export interface FinishRequest {
   payload?: NodePayload | null
   successors: NodeKey[]
   isRoot: boolean
-  /** Pre-claim the first successor this makes ready, to run it without a queue hop. */
+  /** Claim successors this makes ready, to run them without a queue hop. */
   claim: boolean
+  /** At most this many (the worker's free job slots; default 1). */
+  claimMax?: number
   /** A cleanup node removed the row. */
   deleted?: boolean
   /** The action ended before its row was marked `<action>_IN_PROGRESS`: record that event first, in this transaction. */
@@ -89,7 +91,7 @@ export interface FinishRequest {
   eventData?: Record<string, unknown>
 }
 
-export type FinishResult = { outcome: 'gone' | 'lock_lost' } | { outcome: 'ok'; claimed: ClaimedJob | null }
+export type FinishResult = { outcome: 'gone' | 'lock_lost' } | { outcome: 'ok'; claimed: ClaimedJob[] }
 
 export interface ReplaceRequest {
   type: string

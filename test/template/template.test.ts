@@ -43,6 +43,18 @@ describe('parse', () => {
     expect(issues(() => parseTemplate('a: [1, 2\n'))[0]!.code).toBe('syntax')
   })
 
+  test('JSON text is read as JSON (as Heat does), and its problems still name their line and column', () => {
+    const json = '{\n  "heat_template_version": "2018-08-31",\n  "resources": {\n    "a": {"type": "OS::Heat::None", "propertes": {}},\n    "b": {"type": "OS::Heat::None", "depends_on": "a"}\n  }\n}'
+    const [bad] = issues(() => parseTemplate(json))
+    expect(bad).toMatchObject({ path: 'resources.a.propertes', line: 4, column: 37 })
+    // A key given twice keeps its last value (json.loads in Heat), and JSON-only escapes work.
+    const t = parseTemplate('{"heat_template_version": "2013-05-23", "description": "a\\/b", "resources": {"x": {"type": "OS::Heat::None"}, "x": {"type": "OS::Heat::RandomString"}}}')
+    expect(t.description).toBe('a/b')
+    expect(t.resources.x!.type).toBe('OS::Heat::RandomString')
+    // Not JSON (a YAML flow map): the YAML reader takes it.
+    expect(parseTemplate('{heat_template_version: 2018-08-31, resources: {}}').version).toBe('2018-08-31')
+  })
+
   test('PyYAML booleans: yes/no/on/off are booleans, y and n are strings', () => {
     const t = parseTemplate('heat_template_version: 2018-08-31\nparameters:\n  n: {type: string, default: y}\n  f: {type: boolean, default: off}\n')
     expect(t.parameters.n!.default).toBe('y')

@@ -11,11 +11,11 @@
 --                   stack once nothing is in flight);
 --        success -> report to each successor's sync point (one sync_input row
 --                   per edge: O(edges) in total); the report that completes a
---                   node's set makes it READY and inserts its job (the first
---                   one pre-claimed by this worker when p_result.claim, and
---                   begun too when it can be without waiting, so the worker
---                   continues without a queue hop or another round trip); a
---                   root counts down the traversal.
+--                   node's set makes it READY and inserts its job (up to
+--                   claim_max of them claimed by this worker when
+--                   p_result.claim, and begun too when that needs no waiting,
+--                   so the worker continues with them without a queue hop or
+--                   another round trip); a root counts down the traversal.
 --
 -- Node steps of one stack run side by side (they share the stack row), so
 -- anything that changes the stack row itself — COMPLETE, FAILED, a rollback —
@@ -23,8 +23,9 @@
 -- names a traversal in `settle` (and the sweeper runs if the caller died).
 --
 -- p_result: { ok, reason, set: {column: value, …}, resource_event, payload,
---             successors: [[rid, is_update], …], is_root, claim, deleted, begin_lease_ms,
---             in_progress_event }
+--             successors: [[rid, is_update], …], is_root, claim, claim_max, deleted,
+--             begin_lease_ms, in_progress_event }
+-- Returns { outcome, claimed: [{ job, begun }], queued, settle }.
 
 CREATE OR REPLACE FUNCTION kiln_retrigger_waiter(p_stack stack, p_rid int, p_trav uuid, p_upd boolean) RETURNS jsonb LANGUAGE plpgsql AS $$
 DECLARE
@@ -99,7 +100,7 @@ BEGIN
   DELETE FROM sync_point WHERE traversal_id = p_trav;
 END $$;
 
-CREATE OR REPLACE FUNCTION kiln_finish_node(p_job bigint, p_worker uuid, p_result jsonb) RETURNS jsonb LANGUAGE plpgsql AS $$
+CREATE OR REPLACE FUNCTION kiln_finish_node(p_job bigint, p_worker uuid, p_result jsonb) RETURNS jsonb LANGUAGE plpgsql SET enable_seqscan = off SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
   j job%ROWTYPE;
   s stack%ROWTYPE;
@@ -109,19 +110,29 @@ DECLARE
   v_new job%ROWTYPE;
   v_set jsonb := coalesce(p_result->'set', '{}');
   v_ok boolean := coalesce((p_result->>'ok')::boolean, false);
-  v_succs jsonb := coalesce(p_result->'successors', '[]');
+  v_srids int[];
+  v_supds boolean[];
   v_current boolean;
   v_key int;
-  v_node jsonb;
   v_events jsonb := '[]';
   v_ev jsonb;
   v_waiter_trav uuid;
   v_waiter_upd boolean;
-  v_succ jsonb;
   v_srid int;
   v_supd boolean;
-  v_claim boolean := coalesce((p_result->>'claim')::boolean, false);
-  v_claimed jsonb;
+  -- How many of the successors this finish makes ready the worker takes on
+  -- (its free job slots); the rest are queued for any worker.
+  v_claim_left int := CASE WHEN (p_result->>'claim')::boolean THEN coalesce((p_result->>'claim_max')::int, 1) ELSE 0 END;
+  v_claimed jsonb := '[]';
+  v_begun_events jsonb := '[]';
+  v_free boolean;
+  v_mine boolean;
+  v_lock jsonb;
+  v_parked jsonb;
+  v_parked_ev jsonb;
+  v_park boolean := false;
+  v_begin_ms int := (p_result->>'begin_lease_ms')::int;
+  v_row resource%ROWTYPE;
   v_queued int := 0;
   v_pending int;
   v_settle uuid;
@@ -142,22 +153,16 @@ BEGIN
   v_waiter_trav := r.waiter_traversal_id;
   v_waiter_upd := r.waiter_is_update;
   v_key := coalesce(j.graph_key_id, j.resource_id);
-  v_node := jsonb_build_object('rid', v_key, 'update', j.is_update, 'actor', r.id);
   v_current := s.current_traversal_id IS NOT DISTINCT FROM j.traversal_id;
 
+  -- The keys of `set` are column names: jsonb_populate_record lays them over
+  -- the row in one call (a JSON array becomes int[], a string a uuid).
+  v_row := jsonb_populate_record(r, v_set);
   UPDATE resource SET
-    action = coalesce(v_set->>'action', action),
-    status = coalesce(v_set->>'status', status),
-    status_reason = coalesce(v_set->>'status_reason', status_reason),
-    type = coalesce(v_set->>'type', type),
-    physical_id = CASE WHEN v_set ? 'physical_id' THEN v_set->>'physical_id' ELSE physical_id END,
-    properties = CASE WHEN v_set ? 'properties' THEN v_set->'properties' ELSE properties END,
-    attributes = CASE WHEN v_set ? 'attributes' THEN v_set->'attributes' ELSE attributes END,
-    data = CASE WHEN v_set ? 'data' THEN v_set->'data' ELSE data END,
-    requires = CASE WHEN v_set ? 'requires' THEN ARRAY(SELECT jsonb_array_elements_text(v_set->'requires')::int) ELSE requires END,
-    current_template_id = CASE WHEN v_set ? 'current_template_id' THEN (v_set->>'current_template_id')::uuid ELSE current_template_id END,
-    deletion_policy = coalesce(v_set->>'deletion_policy', deletion_policy),
-    replaced_by = CASE WHEN coalesce((v_set->>'clear_replaced_by')::boolean, false) THEN NULL ELSE replaced_by END,
+    action = v_row.action, status = v_row.status, status_reason = v_row.status_reason, type = v_row.type,
+    physical_id = v_row.physical_id, properties = v_row.properties, attributes = v_row.attributes, data = v_row.data,
+    requires = v_row.requires, current_template_id = v_row.current_template_id, deletion_policy = v_row.deletion_policy,
+    replaced_by = CASE WHEN v_set->>'clear_replaced_by' = 'true' THEN NULL ELSE replaced_by END,
     engine_id = NULL, lock_traversal_id = NULL, lease_expires_at = NULL,
     waiter_traversal_id = NULL, waiter_is_update = NULL,
     atomic_key = atomic_key + 1, updated_at = now()
@@ -171,14 +176,15 @@ BEGIN
        AND current_template_id = (SELECT raw_template_id FROM traversal WHERE id = j.traversal_id);
   END IF;
 
-  -- Every sync point this transaction writes, locked at once in the global order.
-  PERFORM kiln_lock_sync_points(
-    CASE WHEN v_current THEN jsonb_build_array(jsonb_build_array(j.traversal_id, v_key, j.is_update)) ELSE '[]'::jsonb END
-    || CASE WHEN v_current AND v_ok
-         THEN (SELECT coalesce(jsonb_agg(jsonb_build_array(j.traversal_id, e->0, e->1)), '[]') FROM jsonb_array_elements(v_succs) e)
-         ELSE '[]'::jsonb END
-    || CASE WHEN v_waiter_trav IS NOT NULL AND v_waiter_trav = s.current_traversal_id
-         THEN jsonb_build_array(jsonb_build_array(v_waiter_trav, r.id, v_waiter_upd)) ELSE '[]'::jsonb END);
+  -- Every sync point this transaction writes (all of the current traversal),
+  -- locked at once in the global order.
+  IF v_current AND v_ok THEN
+    SELECT coalesce(array_agg((e->>0)::int), '{}'), coalesce(array_agg((e->>1)::boolean), '{}') INTO v_srids, v_supds
+      FROM jsonb_array_elements(p_result->'successors') e;
+  END IF;
+  PERFORM kiln_lock_sync_points(s.current_traversal_id,
+    CASE WHEN v_current THEN v_key END || coalesce(v_srids, '{}') || CASE WHEN v_waiter_trav = s.current_traversal_id THEN r.id END,
+    j.is_update || coalesce(v_supds, '{}') || v_waiter_upd);
 
   IF p_result ? 'in_progress_event' THEN
     -- A quick action was not marked IN_PROGRESS while it ran (kiln_mark_in_progress): the history still shows it.
@@ -189,8 +195,8 @@ BEGIN
     CASE WHEN coalesce((p_result->>'resource_event')::boolean, false) THEN r.action END,
     CASE WHEN coalesce((p_result->>'resource_event')::boolean, false) THEN r.status END,
     coalesce(p_result->>'reason', CASE WHEN v_ok THEN 'done' ELSE 'failed' END),
-    v_node || jsonb_build_object('state', CASE WHEN v_ok THEN 'DONE' ELSE 'FAILED' END, 'lock', 'released', 'stale', NOT v_current)
-           || coalesce(p_result->'event_data', '{}'));
+    jsonb_build_object('rid', v_key, 'update', j.is_update, 'actor', r.id, 'state', CASE WHEN v_ok THEN 'DONE' ELSE 'FAILED' END,
+                       'lock', 'released', 'stale', NOT v_current) || coalesce(p_result->'event_data', '{}'));
 
   IF v_current THEN
     SELECT * INTO t FROM traversal WHERE id = j.traversal_id;
@@ -209,9 +215,9 @@ BEGIN
       IF t.failure_reason IS NOT NULL THEN
         v_settle := t.id;
       ELSE
-        FOR v_succ IN SELECT value FROM jsonb_array_elements(v_succs) LOOP
-          v_srid := (v_succ->>0)::int;
-          v_supd := (v_succ->>1)::boolean;
+        FOR i IN 1..coalesce(array_length(v_srids, 1), 0) LOOP
+          v_srid := v_srids[i];
+          v_supd := v_supds[i];
           INSERT INTO sync_input (traversal_id, resource_id, is_update, sender_id, sender_is_update, payload)
           VALUES (t.id, v_srid, v_supd, v_key, j.is_update, CASE WHEN v_supd THEN p_result->'payload' END)
           ON CONFLICT DO NOTHING;
@@ -223,21 +229,40 @@ BEGIN
            RETURNING * INTO v_sp;
           CONTINUE WHEN NOT FOUND;
           IF v_sp.state = 'READY' AND v_sp.satisfied = v_sp.required THEN
+            -- The worker continues with it (no queue hop) while it has room, and
+            -- it is begun here when nothing stands in the way (the common case:
+            -- a free row, time left): its row taken SKIP LOCKED (resource rows
+            -- come before sync points in the lock order; we hold its sync point).
+            v_free := false;
+            IF v_claim_left > 0 AND v_begin_ms IS NOT NULL AND t.deadline >= now() THEN
+              SELECT * INTO v_row FROM resource WHERE id = v_srid FOR UPDATE SKIP LOCKED;
+              v_free := FOUND AND v_row.engine_id IS NULL;
+            END IF;
+            -- One claimed node whose row is busy is left to kiln_begin_core below.
+            v_mine := v_free OR (v_claim_left > 0 AND v_parked IS NULL);
             INSERT INTO job (kind, stack_id, traversal_id, resource_id, is_update, locked_by, locked_at, attempts)
             VALUES ('check_resource', s.id, t.id, v_srid, v_supd,
-                    CASE WHEN v_claim THEN p_worker END, CASE WHEN v_claim THEN now() END, CASE WHEN v_claim THEN 1 ELSE 0 END)
+                    CASE WHEN v_mine THEN p_worker END, CASE WHEN v_mine THEN now() END, CASE WHEN v_mine THEN 1 ELSE 0 END)
             RETURNING * INTO v_new;
-            IF v_claim THEN
-              v_claimed := to_jsonb(v_new);
-              v_claim := false;
+            IF v_free THEN
+              v_lock := kiln_lock_node_row(v_row, s, t, v_srid, v_supd, v_sp, p_worker, v_begin_ms);
+              v_claimed := v_claimed || jsonb_build_array(jsonb_build_object('job', to_jsonb(v_new), 'begun', v_lock->'result'));
+              v_begun_events := v_begun_events || (v_lock->'events');
+              v_claim_left := v_claim_left - 1;
+              CONTINUE; -- its RUNNING event (inputs k of n) says all its "ready" would
+            ELSIF v_mine THEN
+              v_parked := to_jsonb(v_new);
+              v_park := true;
+              v_claim_left := v_claim_left - 1;
             ELSE
               v_queued := v_queued + 1;
             END IF;
           END IF;
-          v_events := v_events || kiln_ev('node', t.id, v_srid, NULL, NULL, NULL, NULL,
+          v_ev := kiln_ev('node', t.id, v_srid, NULL, NULL, NULL, NULL,
             CASE WHEN v_sp.state = 'READY' THEN 'ready' ELSE 'input reported' END,
             jsonb_build_object('rid', v_srid, 'update', v_supd, 'state', v_sp.state, 'satisfied', v_sp.satisfied,
                                'required', v_sp.required, 'from', r.name));
+          IF v_park THEN v_parked_ev := v_ev; v_park := false; ELSE v_events := v_events || v_ev; END IF;
         END LOOP;
         IF coalesce((p_result->>'is_root')::boolean, false) THEN
           UPDATE traversal SET roots_pending = roots_pending - 1 WHERE id = t.id RETURNING roots_pending INTO v_pending;
@@ -247,28 +272,35 @@ BEGIN
     END IF;
   END IF;
 
-  v_ev := kiln_retrigger_waiter(s, r.id, v_waiter_trav, v_waiter_upd);
-  IF v_ev IS NOT NULL THEN
-    v_events := v_events || v_ev;
-    v_queued := v_queued + 1;
+  IF v_waiter_trav IS NOT NULL THEN
+    v_ev := kiln_retrigger_waiter(s, r.id, v_waiter_trav, v_waiter_upd);
+    IF v_ev IS NOT NULL THEN
+      v_events := v_events || v_ev;
+      v_queued := v_queued + 1;
+    END IF;
   END IF;
-  -- The successor we claimed is begun here too when that needs no waiting (its
-  -- row locked, node RUNNING): the worker continues without another round trip.
-  IF v_claimed IS NOT NULL AND p_result ? 'begin_lease_ms' THEN
-    v_begin := kiln_begin_core((v_claimed->>'id')::bigint, p_worker, (p_result->>'begin_lease_ms')::int, true);
-    v_events := v_events || (v_begin->'events');
-    v_settle := coalesce(v_settle, (v_begin->>'settle')::uuid);
+  IF v_parked IS NOT NULL THEN
+    -- Claimed but not begun above (its row busy, time up): the general begin
+    -- decides (blocked, a broken lease, a time-out) without waiting, or
+    -- answers 'later' and leaves it to the worker.
+    v_events := v_events || v_parked_ev;
+    IF v_begin_ms IS NOT NULL THEN
+      v_begin := kiln_begin_core((v_parked->>'id')::bigint, p_worker, v_begin_ms, true);
+      v_settle := coalesce(v_settle, (v_begin->>'settle')::uuid);
+      v_events := v_events || (v_begin->'events');
+    END IF;
+    v_claimed := v_claimed || jsonb_build_array(jsonb_build_object('job', v_parked, 'begun', v_begin->'result'));
   END IF;
+  v_events := v_events || v_begun_events;
   PERFORM kiln_emit(s.id, v_events);
   IF v_queued > 0 THEN PERFORM pg_notify('kiln_jobs', ''); END IF;
-  RETURN jsonb_build_object('outcome', 'ok', 'claimed', v_claimed, 'queued', v_queued,
-    'begun', v_begin->'result', 'settle', v_settle);
+  RETURN jsonb_build_object('outcome', 'ok', 'claimed', v_claimed, 'queued', v_queued, 'settle', v_settle);
 END $$;
 
 -- kiln_settle: after a node step reported that its traversal may have ended
 -- (the last root done, or a failure), decide the stack's status — alone on the
 -- stack row. Idempotent; the sweeper calls it too for a caller that died.
-CREATE OR REPLACE FUNCTION kiln_settle(p_stack uuid, p_trav uuid) RETURNS text LANGUAGE plpgsql AS $$
+CREATE OR REPLACE FUNCTION kiln_settle(p_stack uuid, p_trav uuid) RETURNS text LANGUAGE plpgsql SET enable_seqscan = off SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
   s stack%ROWTYPE;
   t traversal%ROWTYPE;

@@ -11,7 +11,7 @@
 -- holds_lock = false for the "row is being deleted by an older traversal" case,
 -- where the old row stays locked by that traversal's worker.
 
-CREATE OR REPLACE FUNCTION kiln_replace_node(p_job bigint, p_worker uuid, p_spec jsonb) RETURNS jsonb LANGUAGE plpgsql AS $$
+CREATE OR REPLACE FUNCTION kiln_replace_node(p_job bigint, p_worker uuid, p_spec jsonb) RETURNS jsonb LANGUAGE plpgsql SET enable_seqscan = off SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
   j job%ROWTYPE;
   s stack%ROWTYPE;
@@ -62,8 +62,7 @@ BEGIN
           ARRAY(SELECT jsonb_array_elements_text(coalesce(p_spec->'requires', '[]'))::int), r.id, t.id)
   RETURNING * INTO v_new;
   UPDATE resource SET replaced_by = v_new.id, atomic_key = atomic_key + 1 WHERE id = r.id;
-  PERFORM kiln_lock_sync_points(jsonb_build_array(jsonb_build_array(t.id, v_key, true))
-    || CASE WHEN v_waiter_trav = t.id THEN jsonb_build_array(jsonb_build_array(v_waiter_trav, r.id, v_waiter_upd)) ELSE '[]'::jsonb END);
+  PERFORM kiln_lock_sync_points(t.id, ARRAY[v_key, CASE WHEN v_waiter_trav = t.id THEN r.id END], ARRAY[true, v_waiter_upd]);
   UPDATE sync_point SET state = 'READY', actor_id = v_new.id, updated_at = now()
    WHERE traversal_id = t.id AND resource_id = v_key AND is_update = true;
   INSERT INTO job (kind, stack_id, traversal_id, resource_id, is_update, graph_key_id, locked_by, locked_at, attempts)
@@ -88,7 +87,7 @@ END $$;
 -- An in-place update is about to start: show UPDATE_IN_PROGRESS (creates and
 -- deletes are recorded when the lock is taken; updates only once we know the
 -- node really changes something).
-CREATE OR REPLACE FUNCTION kiln_mark_in_progress(p_job bigint, p_worker uuid, p_action text) RETURNS boolean LANGUAGE plpgsql AS $$
+CREATE OR REPLACE FUNCTION kiln_mark_in_progress(p_job bigint, p_worker uuid, p_action text) RETURNS boolean LANGUAGE plpgsql SET enable_seqscan = off SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
   j job%ROWTYPE;
   r resource%ROWTYPE;
@@ -105,7 +104,7 @@ BEGIN
 END $$;
 
 -- Progress reported by a resource action (throttled by the worker).
-CREATE OR REPLACE FUNCTION kiln_node_progress(p_job bigint, p_worker uuid, p_message text, p_fraction double precision) RETURNS void LANGUAGE plpgsql AS $$
+CREATE OR REPLACE FUNCTION kiln_node_progress(p_job bigint, p_worker uuid, p_message text, p_fraction double precision) RETURNS void LANGUAGE plpgsql SET enable_seqscan = off SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
   j job%ROWTYPE;
   r resource%ROWTYPE;

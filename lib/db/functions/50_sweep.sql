@@ -128,7 +128,7 @@ END $$;
 -- Heartbeat: a worker proves it is alive and extends the leases of the locks it holds.
 -- Only the rows the worker says it is acting on are extended, so a lock it
 -- forgot (a bug) still expires and is swept.
-CREATE OR REPLACE FUNCTION kiln_heartbeat(p_worker uuid, p_lease_ms int, p_rows int[]) RETURNS int LANGUAGE plpgsql AS $$
+CREATE OR REPLACE FUNCTION kiln_heartbeat(p_worker uuid, p_lease_ms int, p_rows int[]) RETURNS int LANGUAGE plpgsql SET enable_seqscan = off SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
   v_n int;
 BEGIN

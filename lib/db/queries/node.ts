@@ -86,9 +86,9 @@ function rowUpdateToJson(u: RowUpdate): Json {
 }
 
 /**
- * Finish a node. With `req.claim`, a successor this finish made ready is claimed for us and,
- * given `beginLeaseMs`, also begun (locked) in the same transaction: a chain costs one round
- * trip per node instead of two.
+ * Finish a node. With `req.claim`, up to `req.claimMax` successors this finish made ready are
+ * claimed for us and, given `beginLeaseMs`, also begun (locked) in the same transaction: a
+ * chain costs one round trip per node instead of two, and a fan-out no queue hop.
  */
 export async function finishNode(pool: pg.Pool, workerId: string, job: ClaimedJob, req: FinishRequest, beginLeaseMs?: number): Promise<FinishResult> {
   const body = {
@@ -100,6 +100,7 @@ export async function finishNode(pool: pg.Pool, workerId: string, job: ClaimedJo
     successors: req.successors.map((s) => [s.rid, s.update]),
     is_root: req.isRoot,
     claim: req.claim,
+    claim_max: req.claimMax ?? 1,
     deleted: req.deleted ?? false,
     event_data: req.eventData ?? {},
     ...(req.inProgressEvent ? { in_progress_event: req.inProgressEvent } : {}),
@@ -109,7 +110,8 @@ export async function finishNode(pool: pg.Pool, workerId: string, job: ClaimedJo
   const out = rows[0].out as Json
   if (out.outcome !== 'ok') return { outcome: out.outcome as 'gone' | 'lock_lost' }
   await settleIfAsked(pool, job.stackId, out)
-  return { outcome: 'ok', claimed: out.claimed ? claimedWithBegin(out.claimed as Json, out.begun) : null }
+  const claimed = (out.claimed as { job: Json; begun: unknown }[]).map(({ job, begun }) => claimedWithBegin(job, begun))
+  return { outcome: 'ok', claimed }
 }
 
 /** Replace a node's row; with `req.claim` (and `beginLeaseMs`) the new row's node is claimed and begun in the same transaction. */

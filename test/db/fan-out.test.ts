@@ -1,0 +1,104 @@
+/**
+ * A finish that makes several successors ready hands the worker as many as it
+ * has room for (claimMax), each begun in the same transaction when its row is
+ * free: a fan-out costs no queue hop. The rest are queued for any worker; one
+ * claimed successor whose row is busy comes back claimed but not begun.
+ */
+import crypto from 'node:crypto'
+import pg from 'pg'
+import { afterAll, beforeAll, expect, test } from 'vitest'
+import { finishNode } from '../../lib/db/queries/node'
+import { claimAndBeginJobs } from '../../lib/db/queries/queue'
+import { registerWorker } from '../../lib/db/queries/workers'
+import type { ClaimedJob } from '../../lib/engine/ports'
+import { TestCluster } from '../helpers/cluster'
+import { testDatabase, type TestDatabase } from '../helpers/db'
+
+let db: TestDatabase
+let c: TestCluster
+beforeAll(async () => {
+  db = await testDatabase()
+  c = await TestCluster.start(db.url, { workers: 0 })
+})
+afterAll(async () => {
+  await c?.stop()
+  await db?.drop()
+})
+
+const LEASE_MS = 60_000
+// b, c and d each need a: finishing a makes all three ready.
+const TEMPLATE = `heat_template_version: 2018-08-31
+resources:
+  a: {type: OS::Heat::None}
+  b: {type: OS::Heat::None, depends_on: a}
+  c: {type: OS::Heat::None, depends_on: a}
+  d: {type: OS::Heat::None, depends_on: a}
+`
+
+async function startFanOut(name: string) {
+  // Queued jobs of an earlier test's stack must not be the one this claim takes.
+  await c.db.pool.query('DELETE FROM job WHERE locked_by IS NULL')
+  const worker = crypto.randomUUID()
+  await registerWorker(c.db.pool, worker, 8, 'test')
+  const res = await c.services.create(c.actor, { name, template: TEMPLATE })
+  const { rows } = await c.db.pool.query(`SELECT id, name FROM resource WHERE stack_id = $1`, [res.stack.id])
+  const id = Object.fromEntries(rows.map((r: { id: number; name: string }) => [r.name, r.id])) as Record<'a' | 'b' | 'c' | 'd', number>
+  const [a] = await claimAndBeginJobs(c.db.pool, worker, 10, LEASE_MS)
+  expect(a?.resourceId).toBe(id.a)
+  expect(a?.begun?.outcome).toBe('locked')
+  const state = async (rid: number) =>
+    (await c.db.pool.query(`SELECT state FROM sync_point WHERE traversal_id = $1 AND resource_id = $2 AND is_update`, [res.traversalId, rid])).rows[0].state as string
+  const queued = async () =>
+    (await c.db.pool.query(`SELECT resource_id FROM job WHERE stack_id = $1 AND locked_by IS NULL ORDER BY resource_id`, [res.stack.id])).rows.map((r) => Number(r.resource_id))
+  const finishA = (claimMax: number) =>
+    finishNode(c.db.pool, worker, a!, {
+      ok: true,
+      reason: 'state changed',
+      set: { action: 'CREATE', status: 'COMPLETE', statusReason: 'state changed' },
+      successors: [id.b, id.c, id.d].map((rid) => ({ rid, update: true })),
+      isRoot: false,
+      claim: true,
+      claimMax,
+    }, LEASE_MS)
+  return { worker, id, state, queued, finishA }
+}
+
+const rowsOf = (claimed: ClaimedJob[]) => claimed.map((j) => j.resourceId).sort((x, y) => x! - y!)
+
+test('a finish claims and begins every successor it makes ready, up to claimMax; the rest are queued', async () => {
+  const t = await startFanOut('fan-out-two')
+  const res = await t.finishA(2)
+  if (res.outcome !== 'ok') throw new Error(res.outcome)
+  expect(res.claimed).toHaveLength(2)
+  for (const j of res.claimed) {
+    expect(j.begun?.outcome).toBe('locked')
+    expect(await t.state(j.resourceId!)).toBe('RUNNING')
+  }
+  const taken = rowsOf(res.claimed)
+  const left = [t.id.b, t.id.c, t.id.d].filter((r) => !taken.includes(r))
+  expect(left).toHaveLength(1)
+  expect(await t.state(left[0]!)).toBe('READY')
+  expect(await t.queued()).toEqual(left)
+})
+
+test('with room for all, nothing is queued; a busy row comes back claimed but not begun', async () => {
+  const t = await startFanOut('fan-out-busy')
+  const other = new pg.Client({ connectionString: db.url })
+  await other.connect()
+  try {
+    await other.query('BEGIN')
+    await other.query('SELECT 1 FROM resource WHERE id = $1 FOR UPDATE', [t.id.c])
+    const res = await t.finishA(8)
+    if (res.outcome !== 'ok') throw new Error(res.outcome)
+    expect(rowsOf(res.claimed)).toEqual([t.id.b, t.id.c, t.id.d].sort((x, y) => x - y))
+    const byRow = new Map(res.claimed.map((j) => [j.resourceId, j]))
+    expect(byRow.get(t.id.b)?.begun?.outcome).toBe('locked')
+    expect(byRow.get(t.id.d)?.begun?.outcome).toBe('locked')
+    expect(byRow.get(t.id.c)?.begun).toBeUndefined()
+    expect(await t.state(t.id.c)).toBe('READY')
+    expect(await t.queued()).toEqual([])
+  } finally {
+    await other.query('ROLLBACK').catch(() => {})
+    await other.end()
+  }
+})
