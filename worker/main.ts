@@ -25,7 +25,8 @@ async function main() {
   // At most 8 database calls at once per worker, however many actions run: actions hold no
   // connection, and more concurrent engine steps only queue inside PostgreSQL on the stack's
   // event-number lock (bench, layered-10000 create: 32.6 s with 20 connections, 20.7 s with 8).
-  const db = createDb(database.url, { max: Math.min(8, e.KILN_WORKER_CONCURRENCY + 4), application: 'kiln-worker' })
+  const db = createDb(database.url, { max: Math.min(8, e.KILN_WORKER_CONCURRENCY + 4), application: 'kiln-worker', warm: true })
+  await db.ready
   const registry = createRegistry(builtinTypes())
   const services = createStackService({ db, catalog: typeCatalog(registry), types: registry, limits: limitsFrom(e), defaultTimeoutMins: e.KILN_DEFAULT_TIMEOUT_MINS })
   const worker = new WorkerRuntime({
