@@ -2,7 +2,8 @@
 import type pg from 'pg'
 import type { ConvergenceStore } from '../engine/ports'
 import { withRetry } from './retry'
-import { beginNode, finishNode, markInProgress, replaceNode, reportProgress } from './queries/node'
+import { FinishBatcher } from './finish-batcher'
+import { beginNode, markInProgress, replaceNode, reportProgress } from './queries/node'
 import { loadTraversal } from './queries/traversal'
 
 export interface StoreOptions {
@@ -14,13 +15,15 @@ export interface StoreOptions {
 
 /**
  * Every call is one transaction and safe to retry: a retry of a call whose
- * first attempt committed finds its job gone and answers 'gone'.
+ * first attempt committed finds its job gone and answers 'gone'. Finishes that
+ * are ready at the same moment share a transaction (FinishBatcher).
  */
 export function createStore(pool: pg.Pool, opts: StoreOptions): ConvergenceStore {
   const retry = <T>(what: string, fn: () => Promise<T>) => withRetry(fn, { onRetry: (err) => opts.onRetry?.(what, err) })
+  const finishes = new FinishBatcher(pool, opts.workerId, opts.leaseMs, retry)
   return {
     beginNode: (job) => retry('begin', () => beginNode(pool, opts.workerId, opts.leaseMs, job)),
-    finishNode: (job, req) => retry('finish', () => finishNode(pool, opts.workerId, job, req, opts.leaseMs)),
+    finishNode: (job, req) => finishes.finish(job, req),
     replaceNode: (job, req) => retry('replace', () => replaceNode(pool, opts.workerId, job, req, opts.leaseMs)),
     markInProgress: (job, action) => retry('mark', () => markInProgress(pool, opts.workerId, job, action)),
     reportProgress: (job, message, fraction) => reportProgress(pool, opts.workerId, job, message, fraction).catch(() => {}),

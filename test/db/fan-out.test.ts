@@ -7,7 +7,7 @@
 import crypto from 'node:crypto'
 import pg from 'pg'
 import { afterAll, beforeAll, expect, test } from 'vitest'
-import { finishNode } from '../../lib/db/queries/node'
+import { finishNode, finishNodes } from '../../lib/db/queries/node'
 import { claimAndBeginJobs } from '../../lib/db/queries/queue'
 import { registerWorker } from '../../lib/db/queries/workers'
 import type { ClaimedJob } from '../../lib/engine/ports'
@@ -101,4 +101,37 @@ test('with room for all, nothing is queued; a busy row comes back claimed but no
     await other.query('ROLLBACK').catch(() => {})
     await other.end()
   }
+})
+
+test('finishes ready at the same moment share one transaction: both inputs reported, the shared successor begun once', async () => {
+  await c.db.pool.query('DELETE FROM job WHERE locked_by IS NULL')
+  const worker = crypto.randomUUID()
+  await registerWorker(c.db.pool, worker, 8, 'test')
+  const template = `heat_template_version: 2018-08-31
+resources:
+  a: {type: OS::Heat::None}
+  b: {type: OS::Heat::None}
+  c: {type: OS::Heat::None, depends_on: [a, b]}
+`
+  const res = await c.services.create(c.actor, { name: 'fan-in-batch', template })
+  const { rows } = await c.db.pool.query(`SELECT id, name FROM resource WHERE stack_id = $1`, [res.stack.id])
+  const id = Object.fromEntries(rows.map((r: { id: number; name: string }) => [r.name, r.id])) as Record<'a' | 'b' | 'c', number>
+  const jobs = await claimAndBeginJobs(c.db.pool, worker, 10, LEASE_MS)
+  expect(rowsOf(jobs)).toEqual([id.a, id.b].sort((x, y) => x - y))
+  const { rows: before } = await c.db.pool.query(`SELECT kiln_last_seq($1)::int AS n`, [res.stack.id])
+  const results = await finishNodes(c.db.pool, worker, jobs.map((job) => ({
+    job,
+    req: { ok: true, reason: 'state changed', set: { action: 'CREATE' as const, status: 'COMPLETE' as const }, resourceEvent: true, successors: [{ rid: id.c, update: true }], isRoot: false, claim: true, claimMax: 4 },
+  })), LEASE_MS)
+  expect(results.map((r) => r.outcome)).toEqual(['ok', 'ok'])
+  const claimed = results.flatMap((r) => (r.outcome === 'ok' ? r.claimed : []))
+  expect(rowsOf(claimed)).toEqual([id.c])
+  expect(claimed[0]!.begun?.outcome).toBe('locked')
+  const { rows: sp } = await c.db.pool.query(`SELECT satisfied, state FROM sync_point WHERE traversal_id = $1 AND resource_id = $2 AND is_update`, [res.traversalId, id.c])
+  expect(sp[0]).toMatchObject({ satisfied: 2, state: 'RUNNING' })
+  // One transaction's events: numbered on from where the stack was, without gaps.
+  const { rows: ev } = await c.db.pool.query(`SELECT seq::int AS seq, resource_name, status FROM event WHERE stack_id = $1 AND seq > $2 ORDER BY seq`, [res.stack.id, before[0].n])
+  expect(ev.map((e) => e.seq)).toEqual(ev.map((_, i) => before[0].n + 1 + i))
+  expect(ev.filter((e) => e.status === 'COMPLETE').map((e) => e.resource_name).sort()).toEqual(['a', 'b'])
+  expect(ev.filter((e) => e.status === 'IN_PROGRESS').map((e) => e.resource_name)).toEqual(['c'])
 })

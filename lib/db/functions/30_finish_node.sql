@@ -100,7 +100,10 @@ BEGIN
   DELETE FROM sync_point WHERE traversal_id = p_trav;
 END $$;
 
-CREATE OR REPLACE FUNCTION kiln_finish_node(p_job bigint, p_worker uuid, p_result jsonb) RETURNS jsonb LANGUAGE plpgsql SET enable_seqscan = off SET plan_cache_mode = force_generic_plan AS $$
+-- With p_emit false (kiln_finish_nodes), the events and queued count are
+-- returned (`stack_id`, `events`) for the caller to publish once per batch.
+DROP FUNCTION IF EXISTS kiln_finish_node(bigint, uuid, jsonb);
+CREATE OR REPLACE FUNCTION kiln_finish_node(p_job bigint, p_worker uuid, p_result jsonb, p_emit boolean DEFAULT true) RETURNS jsonb LANGUAGE plpgsql SET enable_seqscan = off SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
   j job%ROWTYPE;
   s stack%ROWTYPE;
@@ -292,9 +295,79 @@ BEGIN
     v_claimed := v_claimed || jsonb_build_array(jsonb_build_object('job', v_parked, 'begun', v_begin->'result'));
   END IF;
   v_events := v_events || v_begun_events;
+  IF NOT p_emit THEN
+    RETURN jsonb_build_object('outcome', 'ok', 'claimed', v_claimed, 'queued', v_queued, 'settle', v_settle, 'stack_id', s.id, 'events', v_events);
+  END IF;
   PERFORM kiln_emit(s.id, v_events);
   IF v_queued > 0 THEN PERFORM pg_notify('kiln_jobs', ''); END IF;
   RETURN jsonb_build_object('outcome', 'ok', 'claimed', v_claimed, 'queued', v_queued, 'settle', v_settle);
+END $$;
+
+-- kiln_finish_nodes: the finishes one worker has ready at the same moment for
+-- one stack, in one transaction — one commit, one turn at the event lock —
+-- instead of one after another (ten nodes that end together report into the
+-- same successors, so their separate finishes would queue on those sync
+-- points, each holding them through its commit).
+--
+-- Lock order (10_events.sql) across the whole batch: the stack row, every
+-- row the finishes write (their own, and replacements whose `replaces` a
+-- cleanup clears), then every sync point they write, each set in key order.
+-- Each finish below then takes only locks the batch already holds, and
+-- successors' rows SKIP LOCKED. One stack per batch, so one traversal row.
+-- p_items: [{ job, result }] (result as for kiln_finish_node); returns the
+-- results in the same order.
+CREATE OR REPLACE FUNCTION kiln_finish_nodes(p_worker uuid, p_items jsonb) RETURNS jsonb LANGUAGE plpgsql SET enable_seqscan = off SET plan_cache_mode = force_generic_plan AS $$
+DECLARE
+  v_ids bigint[] := ARRAY(SELECT (e->>'job')::bigint FROM jsonb_array_elements(p_items) e);
+  v_deleting bigint[] := ARRAY(SELECT (e->>'job')::bigint FROM jsonb_array_elements(p_items) e WHERE (e->'result'->>'deleted')::boolean);
+  k record;
+  v jsonb;
+  v_item jsonb;
+  v_out jsonb := '[]';
+  v_events jsonb := '{}';
+  v_queued int := 0;
+  v_stack text;
+BEGIN
+  PERFORM 1 FROM stack WHERE id IN (SELECT stack_id FROM job WHERE id = ANY(v_ids) AND locked_by = p_worker) ORDER BY id FOR SHARE;
+  PERFORM 1 FROM resource
+   WHERE id IN (SELECT resource_id FROM job WHERE id = ANY(v_ids) AND locked_by = p_worker)
+      OR replaces IN (SELECT resource_id FROM job WHERE id = ANY(v_deleting) AND locked_by = p_worker)
+   ORDER BY id FOR UPDATE;
+  -- The sync points each finish will write: its own node and, on success, its
+  -- successors (current traversal only), and its row's waiter.
+  FOR k IN
+    WITH it AS (
+      SELECT j.traversal_id, coalesce(j.graph_key_id, j.resource_id) AS node, j.is_update, s.current_traversal_id AS cur,
+             r.id AS rid, r.waiter_traversal_id AS wt, r.waiter_is_update AS wu,
+             coalesce((e->'result'->>'ok')::boolean, false) AS ok, coalesce(e->'result'->'successors', '[]') AS succs
+        FROM jsonb_array_elements(p_items) e
+        JOIN job j ON j.id = (e->>'job')::bigint AND j.locked_by = p_worker
+        JOIN stack s ON s.id = j.stack_id
+        JOIN resource r ON r.id = j.resource_id AND r.engine_id = p_worker
+    ), keys AS (
+      SELECT cur AS trav, node AS rid, is_update AS upd FROM it WHERE traversal_id = cur
+      UNION SELECT cur, (x->>0)::int, (x->>1)::boolean FROM it, jsonb_array_elements(it.succs) x WHERE traversal_id = cur AND ok
+      UNION SELECT cur, rid, wu FROM it WHERE wt = cur
+    )
+    SELECT trav, array_agg(rid) AS rids, array_agg(upd) AS upds FROM keys GROUP BY trav ORDER BY trav
+  LOOP
+    PERFORM kiln_lock_sync_points(k.trav, k.rids, k.upds);
+  END LOOP;
+
+  FOR v_item IN SELECT e FROM jsonb_array_elements(p_items) e LOOP
+    v := kiln_finish_node((v_item->>'job')::bigint, p_worker, v_item->'result', false);
+    IF v ? 'events' THEN
+      v_stack := v->>'stack_id';
+      v_events := jsonb_set(v_events, ARRAY[v_stack], coalesce(v_events->v_stack, '[]') || (v->'events'));
+      v_queued := v_queued + (v->>'queued')::int;
+    END IF;
+    v_out := v_out || jsonb_build_array(v - 'events' - 'stack_id');
+  END LOOP;
+  FOR v_stack IN SELECT x FROM jsonb_object_keys(v_events) x ORDER BY x::uuid LOOP
+    PERFORM kiln_emit(v_stack::uuid, v_events->v_stack);
+  END LOOP;
+  IF v_queued > 0 THEN PERFORM pg_notify('kiln_jobs', ''); END IF;
+  RETURN v_out;
 END $$;
 
 -- kiln_settle: after a node step reported that its traversal may have ended

@@ -91,7 +91,26 @@ function rowUpdateToJson(u: RowUpdate): Json {
  * chain costs one round trip per node instead of two, and a fan-out no queue hop.
  */
 export async function finishNode(pool: pg.Pool, workerId: string, job: ClaimedJob, req: FinishRequest, beginLeaseMs?: number): Promise<FinishResult> {
-  const body = {
+  const { rows } = await pool.query({ name: 'kiln_finish_node', text: 'SELECT kiln_finish_node($1, $2, $3) AS out', values: [job.id, workerId, JSON.stringify(finishBody(req, beginLeaseMs))] })
+  return finishResult(pool, job, rows[0].out as Json)
+}
+
+/**
+ * Finish several nodes of one stack in one transaction (kiln_finish_nodes): one commit and
+ * one turn at the stack's event lock for finishes that are ready at the same moment.
+ * Results come back in the order of `items`.
+ */
+export async function finishNodes(pool: pg.Pool, workerId: string, items: { job: ClaimedJob; req: FinishRequest }[], beginLeaseMs?: number): Promise<FinishResult[]> {
+  const body = items.map(({ job, req }) => ({ job: job.id, result: finishBody(req, beginLeaseMs) }))
+  const { rows } = await pool.query({ name: 'kiln_finish_nodes', text: 'SELECT kiln_finish_nodes($1, $2) AS out', values: [workerId, JSON.stringify(body)] })
+  const outs = rows[0].out as Json[]
+  const results: FinishResult[] = []
+  for (const [i, { job }] of items.entries()) results.push(await finishResult(pool, job, outs[i]!))
+  return results
+}
+
+function finishBody(req: FinishRequest, beginLeaseMs: number | undefined): Json {
+  return {
     ok: req.ok,
     reason: req.reason,
     set: rowUpdateToJson(req.set ?? {}),
@@ -106,11 +125,12 @@ export async function finishNode(pool: pg.Pool, workerId: string, job: ClaimedJo
     ...(req.inProgressEvent ? { in_progress_event: req.inProgressEvent } : {}),
     ...(req.claim && beginLeaseMs ? { begin_lease_ms: beginLeaseMs } : {}),
   }
-  const { rows } = await pool.query({ name: 'kiln_finish_node', text: 'SELECT kiln_finish_node($1, $2, $3) AS out', values: [job.id, workerId, JSON.stringify(body)] })
-  const out = rows[0].out as Json
+}
+
+async function finishResult(pool: pg.Pool, job: ClaimedJob, out: Json): Promise<FinishResult> {
   if (out.outcome !== 'ok') return { outcome: out.outcome as 'gone' | 'lock_lost' }
   await settleIfAsked(pool, job.stackId, out)
-  const claimed = (out.claimed as { job: Json; begun: unknown }[]).map(({ job, begun }) => claimedWithBegin(job, begun))
+  const claimed = (out.claimed as { job: Json; begun: unknown }[]).map(({ job: j, begun }) => claimedWithBegin(j, begun))
   return { outcome: 'ok', claimed }
 }
 
