@@ -710,6 +710,7 @@ DECLARE
   v_events jsonb := '{}';
   v_queued int := 0;
   v_stack text;
+  v_budget int;
 BEGIN
   PERFORM 1 FROM stack WHERE id IN (SELECT stack_id FROM job WHERE id = ANY(v_ids) AND locked_by = p_worker) ORDER BY id FOR SHARE;
   PERFORM 1 FROM resource
@@ -737,8 +738,12 @@ BEGIN
     PERFORM kiln_lock_sync_points(k.trav, k.rids, k.upds);
   END LOOP;
 
+  -- The worker's free slots are one budget for the whole batch, not one per finish.
+  v_budget := (SELECT max(coalesce((e->'result'->>'claim_max')::int, 1)) FROM jsonb_array_elements(p_items) e);
   FOR v_item IN SELECT e FROM jsonb_array_elements(p_items) e LOOP
-    v := kiln_finish_node((v_item->>'job')::bigint, p_worker, v_item->'result', false);
+    v := kiln_finish_node((v_item->>'job')::bigint, p_worker,
+           jsonb_set(v_item->'result', '{claim_max}', to_jsonb(greatest(v_budget, 0))), false);
+    v_budget := v_budget - coalesce(jsonb_array_length(v->'claimed'), 0);
     IF v ? 'events' THEN
       v_stack := v->>'stack_id';
       v_events := jsonb_set(v_events, ARRAY[v_stack], coalesce(v_events->v_stack, '[]') || (v->'events'));

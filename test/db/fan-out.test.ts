@@ -135,3 +135,29 @@ resources:
   expect(ev.filter((e) => e.status === 'COMPLETE').map((e) => e.resource_name).sort()).toEqual(['a', 'b'])
   expect(ev.filter((e) => e.status === 'IN_PROGRESS').map((e) => e.resource_name)).toEqual(['c'])
 })
+
+test("a batch's finishes share the worker's free slots: claimMax is one budget, not one per finish", async () => {
+  await c.db.pool.query('DELETE FROM job WHERE locked_by IS NULL')
+  const worker = crypto.randomUUID()
+  await registerWorker(c.db.pool, worker, 8, 'test')
+  const template = `heat_template_version: 2018-08-31
+resources:
+  a: {type: OS::Heat::None}
+  b: {type: OS::Heat::None}
+  c: {type: OS::Heat::None, depends_on: a}
+  d: {type: OS::Heat::None, depends_on: b}
+`
+  const res = await c.services.create(c.actor, { name: 'batch-budget', template })
+  const { rows } = await c.db.pool.query(`SELECT id, name FROM resource WHERE stack_id = $1`, [res.stack.id])
+  const id = Object.fromEntries(rows.map((r: { id: number; name: string }) => [r.name, r.id])) as Record<'a' | 'b' | 'c' | 'd', number>
+  const jobs = await claimAndBeginJobs(c.db.pool, worker, 10, LEASE_MS)
+  const next = new Map([[id.a, id.c], [id.b, id.d]])
+  const results = await finishNodes(c.db.pool, worker, jobs.map((job) => ({
+    job,
+    req: { ok: true, successors: [{ rid: next.get(job.resourceId!)!, update: true }], isRoot: false, claim: true, claimMax: 1 },
+  })), LEASE_MS)
+  const claimed = results.flatMap((r) => (r.outcome === 'ok' ? r.claimed : []))
+  expect(claimed).toHaveLength(1)
+  const { rows: queued } = await c.db.pool.query(`SELECT resource_id FROM job WHERE stack_id = $1 AND locked_by IS NULL`, [res.stack.id])
+  expect(queued.map((q) => Number(q.resource_id))).toEqual([id.c, id.d].filter((r) => r !== claimed[0]!.resourceId))
+})
