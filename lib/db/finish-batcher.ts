@@ -60,15 +60,22 @@ export class FinishBatcher {
   }
 
   private async send(batch: Pending[]): Promise<void> {
+    if (batch.length === 1) return this.sendOne(batch[0]!)
     try {
       // Safe to retry as a whole: a finish whose first attempt committed answers 'gone'.
-      const results =
-        batch.length === 1
-          ? [await this.retry('finish', () => finishNode(this.pool, this.workerId, batch[0]!.job, batch[0]!.req, this.leaseMs))]
-          : await this.retry('finish', () => finishNodes(this.pool, this.workerId, batch, this.leaseMs))
+      const results = await this.retry('finish', () => finishNodes(this.pool, this.workerId, batch, this.leaseMs))
       batch.forEach((p, i) => p.resolve(results[i]!))
+    } catch {
+      // One finish the database refuses must not fail the others with it: each on its own.
+      await Promise.all(batch.map((p) => this.sendOne(p)))
+    }
+  }
+
+  private async sendOne(p: Pending): Promise<void> {
+    try {
+      p.resolve(await this.retry('finish', () => finishNode(this.pool, this.workerId, p.job, p.req, this.leaseMs)))
     } catch (err) {
-      for (const p of batch) p.reject(err)
+      p.reject(err)
     }
   }
 }
