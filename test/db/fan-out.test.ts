@@ -3,6 +3,8 @@
  * has room for (claimMax), each begun in the same transaction when its row is
  * free: a fan-out costs no queue hop. The rest are queued for any worker; one
  * claimed successor whose row is busy comes back claimed but not begun.
+ * Finishes that are ready together share one transaction (kiln_finish_nodes,
+ * FinishBatcher), and the worker's free slots are one budget for them.
  */
 import crypto from 'node:crypto'
 import pg from 'pg'
@@ -10,6 +12,7 @@ import { afterAll, beforeAll, expect, test } from 'vitest'
 import { finishNode, finishNodes } from '../../lib/db/queries/node'
 import { claimAndBeginJobs } from '../../lib/db/queries/queue'
 import { registerWorker } from '../../lib/db/queries/workers'
+import { FinishBatcher } from '../../lib/db/finish-batcher'
 import type { ClaimedJob } from '../../lib/engine/ports'
 import { TestCluster } from '../helpers/cluster'
 import { testDatabase, type TestDatabase } from '../helpers/db'
@@ -160,4 +163,36 @@ resources:
   expect(claimed).toHaveLength(1)
   const { rows: queued } = await c.db.pool.query(`SELECT resource_id FROM job WHERE stack_id = $1 AND locked_by IS NULL`, [res.stack.id])
   expect(queued.map((q) => Number(q.resource_id))).toEqual([id.c, id.d].filter((r) => r !== claimed[0]!.resourceId))
+})
+
+test('a worker sends the finishes that are ready together as one call once two are in flight', async () => {
+  await c.db.pool.query('DELETE FROM job WHERE locked_by IS NULL')
+  const worker = crypto.randomUUID()
+  await registerWorker(c.db.pool, worker, 16, 'test')
+  const names = Array.from({ length: 12 }, (_, i) => `w${i}`)
+  const template = JSON.stringify({ heat_template_version: '2018-08-31', resources: Object.fromEntries(names.map((n) => [n, { type: 'OS::Heat::None' }])) })
+  const res = await c.services.create(c.actor, { name: 'gathered', template })
+  const jobs = await claimAndBeginJobs(c.db.pool, worker, 20, LEASE_MS)
+  expect(jobs).toHaveLength(12)
+
+  // Watch which engine calls go to the database (the calls themselves are real).
+  const pool = new pg.Pool({ connectionString: db.url, max: 4 })
+  const calls: string[] = []
+  const query = pool.query.bind(pool) as (...a: unknown[]) => Promise<unknown>
+  ;(pool as unknown as { query: (...a: unknown[]) => Promise<unknown> }).query = (...a: unknown[]) => {
+    const name = (a[0] as { name?: string }).name
+    if (name) calls.push(name)
+    return query(...a)
+  }
+  try {
+    const batcher = new FinishBatcher(pool, worker, LEASE_MS, (_what, fn) => fn())
+    const results = await Promise.all(jobs.map((job) => batcher.finish(job, { ok: true, successors: [], isRoot: true, claim: false })))
+    expect(results.map((r) => r.outcome)).toEqual(jobs.map(() => 'ok'))
+    expect(calls).toEqual(['kiln_finish_node', 'kiln_finish_node', 'kiln_finish_nodes'])
+    // The last root's finish settled the stack.
+    const { rows: st } = await c.db.pool.query(`SELECT action, status FROM stack WHERE id = $1`, [res.stack.id])
+    expect(st[0]).toEqual({ action: 'CREATE', status: 'COMPLETE' })
+  } finally {
+    await pool.end()
+  }
 })
