@@ -106,20 +106,27 @@ test('with room for all, nothing is queued; a busy row comes back claimed but no
   }
 })
 
-test('finishes ready at the same moment share one transaction: both inputs reported, the shared successor begun once', async () => {
+/** A fresh stack of `template` whose ready nodes a new worker has claimed and begun. */
+async function claimedStack(name: string, template: string) {
+  // Queued jobs of an earlier test's stack must not be the ones this claim takes.
   await c.db.pool.query('DELETE FROM job WHERE locked_by IS NULL')
   const worker = crypto.randomUUID()
-  await registerWorker(c.db.pool, worker, 8, 'test')
-  const template = `heat_template_version: 2018-08-31
+  await registerWorker(c.db.pool, worker, 16, 'test')
+  const res = await c.services.create(c.actor, { name, template })
+  const { rows } = await c.db.pool.query(`SELECT id, name FROM resource WHERE stack_id = $1`, [res.stack.id])
+  // Tests name their resources a, b, c, d.
+  const id = Object.fromEntries(rows.map((r: { id: number; name: string }) => [r.name, r.id])) as Record<'a' | 'b' | 'c' | 'd', number>
+  const jobs = await claimAndBeginJobs(c.db.pool, worker, 20, LEASE_MS)
+  return { worker, res, id, jobs }
+}
+
+test('finishes ready at the same moment share one transaction: both inputs reported, the shared successor begun once', async () => {
+  const { worker, res, id, jobs } = await claimedStack('fan-in-batch', `heat_template_version: 2018-08-31
 resources:
   a: {type: OS::Heat::None}
   b: {type: OS::Heat::None}
   c: {type: OS::Heat::None, depends_on: [a, b]}
-`
-  const res = await c.services.create(c.actor, { name: 'fan-in-batch', template })
-  const { rows } = await c.db.pool.query(`SELECT id, name FROM resource WHERE stack_id = $1`, [res.stack.id])
-  const id = Object.fromEntries(rows.map((r: { id: number; name: string }) => [r.name, r.id])) as Record<'a' | 'b' | 'c', number>
-  const jobs = await claimAndBeginJobs(c.db.pool, worker, 10, LEASE_MS)
+`)
   expect(rowsOf(jobs)).toEqual([id.a, id.b].sort((x, y) => x - y))
   const { rows: before } = await c.db.pool.query(`SELECT kiln_last_seq($1)::int AS n`, [res.stack.id])
   const results = await finishNodes(c.db.pool, worker, jobs.map((job) => ({
@@ -140,20 +147,13 @@ resources:
 })
 
 test("a batch's finishes share the worker's free slots: claimMax is one budget, not one per finish", async () => {
-  await c.db.pool.query('DELETE FROM job WHERE locked_by IS NULL')
-  const worker = crypto.randomUUID()
-  await registerWorker(c.db.pool, worker, 8, 'test')
-  const template = `heat_template_version: 2018-08-31
+  const { worker, res, id, jobs } = await claimedStack('batch-budget', `heat_template_version: 2018-08-31
 resources:
   a: {type: OS::Heat::None}
   b: {type: OS::Heat::None}
   c: {type: OS::Heat::None, depends_on: a}
   d: {type: OS::Heat::None, depends_on: b}
-`
-  const res = await c.services.create(c.actor, { name: 'batch-budget', template })
-  const { rows } = await c.db.pool.query(`SELECT id, name FROM resource WHERE stack_id = $1`, [res.stack.id])
-  const id = Object.fromEntries(rows.map((r: { id: number; name: string }) => [r.name, r.id])) as Record<'a' | 'b' | 'c' | 'd', number>
-  const jobs = await claimAndBeginJobs(c.db.pool, worker, 10, LEASE_MS)
+`)
   const next = new Map([[id.a, id.c], [id.b, id.d]])
   const results = await finishNodes(c.db.pool, worker, jobs.map((job) => ({
     job,
@@ -166,13 +166,9 @@ resources:
 })
 
 test('a worker sends the finishes that are ready together as one call once two are in flight', async () => {
-  await c.db.pool.query('DELETE FROM job WHERE locked_by IS NULL')
-  const worker = crypto.randomUUID()
-  await registerWorker(c.db.pool, worker, 16, 'test')
   const names = Array.from({ length: 12 }, (_, i) => `w${i}`)
   const template = JSON.stringify({ heat_template_version: '2018-08-31', resources: Object.fromEntries(names.map((n) => [n, { type: 'OS::Heat::None' }])) })
-  const res = await c.services.create(c.actor, { name: 'gathered', template })
-  const jobs = await claimAndBeginJobs(c.db.pool, worker, 20, LEASE_MS)
+  const { worker, res, jobs } = await claimedStack('gathered', template)
   expect(jobs).toHaveLength(12)
 
   // Watch which engine calls go to the database (the calls themselves are real).
