@@ -98,6 +98,22 @@ BEGIN
   PERFORM pg_notify('kiln_events', p_stack::text);
 END $$;
 
+-- Events of several stacks gathered in one transaction (a claim, a batch of
+-- finishes) as {stack_id: [event, …]}, published per stack in stack-id order:
+-- the event lock comes last and is taken in one order.
+CREATE OR REPLACE FUNCTION kiln_events_add(p_by_stack jsonb, p_stack uuid, p_events jsonb) RETURNS jsonb LANGUAGE sql IMMUTABLE AS $$
+  SELECT jsonb_set(p_by_stack, ARRAY[p_stack::text], coalesce(p_by_stack->(p_stack::text), '[]') || p_events)
+$$;
+
+CREATE OR REPLACE FUNCTION kiln_emit_each(p_by_stack jsonb) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+  v_stack text;
+BEGIN
+  FOR v_stack IN SELECT k FROM jsonb_object_keys(p_by_stack) k ORDER BY k::uuid LOOP
+    PERFORM kiln_emit(v_stack::uuid, p_by_stack->v_stack);
+  END LOOP;
+END $$;
+
 -- lib/db/functions/20_begin_node.sql
 -- kiln_begin_node: a worker that claimed a check_resource job asks to work on
 -- its node. One round trip, one transaction (lock order: 10_events.sql):
@@ -356,7 +372,6 @@ DECLARE
   v_out jsonb := '[]';
   v jsonb;
   v_events jsonb := '{}';
-  v_stack text;
   v_settle jsonb := '[]';
 BEGIN
   FOR v_job IN
@@ -366,7 +381,7 @@ BEGIN
     IF v_job.kind = 'check_resource' THEN
       v := kiln_begin_core(v_job.id, p_worker, p_lease_ms, true);
       IF jsonb_array_length(v->'events') > 0 THEN
-        v_events := jsonb_set(v_events, ARRAY[v_job.stack_id::text], coalesce(v_events->(v_job.stack_id::text), '[]') || (v->'events'));
+        v_events := kiln_events_add(v_events, v_job.stack_id, v->'events');
       END IF;
       IF v->>'settle' IS NOT NULL THEN
         v_settle := v_settle || jsonb_build_array(jsonb_build_object('stack_id', v_job.stack_id, 'traversal_id', v->'settle'));
@@ -374,9 +389,7 @@ BEGIN
     END IF;
     v_out := v_out || jsonb_build_array(jsonb_build_object('job', to_jsonb(v_job), 'begun', v->'result'));
   END LOOP;
-  FOR v_stack IN SELECT k FROM jsonb_object_keys(v_events) k ORDER BY k::uuid LOOP
-    PERFORM kiln_emit(v_stack::uuid, v_events->v_stack);
-  END LOOP;
+  PERFORM kiln_emit_each(v_events);
   RETURN jsonb_build_object('jobs', v_out, 'settle', v_settle);
 END $$;
 
@@ -709,7 +722,6 @@ DECLARE
   v_out jsonb := '[]';
   v_events jsonb := '{}';
   v_queued int := 0;
-  v_stack text;
   v_budget int;
 BEGIN
   PERFORM 1 FROM stack WHERE id IN (SELECT stack_id FROM job WHERE id = ANY(v_ids) AND locked_by = p_worker) ORDER BY id FOR SHARE;
@@ -745,15 +757,12 @@ BEGIN
            jsonb_set(v_item->'result', '{claim_max}', to_jsonb(greatest(v_budget, 0))), false);
     v_budget := v_budget - coalesce(jsonb_array_length(v->'claimed'), 0);
     IF v ? 'events' THEN
-      v_stack := v->>'stack_id';
-      v_events := jsonb_set(v_events, ARRAY[v_stack], coalesce(v_events->v_stack, '[]') || (v->'events'));
+      v_events := kiln_events_add(v_events, (v->>'stack_id')::uuid, v->'events');
       v_queued := v_queued + (v->>'queued')::int;
     END IF;
     v_out := v_out || jsonb_build_array(v - 'events' - 'stack_id');
   END LOOP;
-  FOR v_stack IN SELECT x FROM jsonb_object_keys(v_events) x ORDER BY x::uuid LOOP
-    PERFORM kiln_emit(v_stack::uuid, v_events->v_stack);
-  END LOOP;
+  PERFORM kiln_emit_each(v_events);
   IF v_queued > 0 THEN PERFORM pg_notify('kiln_jobs', ''); END IF;
   RETURN v_out;
 END $$;

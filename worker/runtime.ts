@@ -289,7 +289,7 @@ export class WorkerRuntime {
         this.stats.inline += next.length
         // The first continues in this slot; any more (a fan-out) get slots of their own.
         const [head, ...rest] = next
-        for (const j of next) this.inFlight.set(j.id, j)
+        if (head) this.inFlight.set(head.id, head)
         for (const j of rest) this.runSlot(j)
         job = head ?? null
       }

@@ -77,3 +77,19 @@ BEGIN
   FROM jsonb_populate_recordset(NULL::event, p_events) WITH ORDINALITY AS e;
   PERFORM pg_notify('kiln_events', p_stack::text);
 END $$;
+
+-- Events of several stacks gathered in one transaction (a claim, a batch of
+-- finishes) as {stack_id: [event, …]}, published per stack in stack-id order:
+-- the event lock comes last and is taken in one order.
+CREATE OR REPLACE FUNCTION kiln_events_add(p_by_stack jsonb, p_stack uuid, p_events jsonb) RETURNS jsonb LANGUAGE sql IMMUTABLE AS $$
+  SELECT jsonb_set(p_by_stack, ARRAY[p_stack::text], coalesce(p_by_stack->(p_stack::text), '[]') || p_events)
+$$;
+
+CREATE OR REPLACE FUNCTION kiln_emit_each(p_by_stack jsonb) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+  v_stack text;
+BEGIN
+  FOR v_stack IN SELECT k FROM jsonb_object_keys(p_by_stack) k ORDER BY k::uuid LOOP
+    PERFORM kiln_emit(v_stack::uuid, p_by_stack->v_stack);
+  END LOOP;
+END $$;

@@ -255,7 +255,6 @@ DECLARE
   v_out jsonb := '[]';
   v jsonb;
   v_events jsonb := '{}';
-  v_stack text;
   v_settle jsonb := '[]';
 BEGIN
   FOR v_job IN
@@ -265,7 +264,7 @@ BEGIN
     IF v_job.kind = 'check_resource' THEN
       v := kiln_begin_core(v_job.id, p_worker, p_lease_ms, true);
       IF jsonb_array_length(v->'events') > 0 THEN
-        v_events := jsonb_set(v_events, ARRAY[v_job.stack_id::text], coalesce(v_events->(v_job.stack_id::text), '[]') || (v->'events'));
+        v_events := kiln_events_add(v_events, v_job.stack_id, v->'events');
       END IF;
       IF v->>'settle' IS NOT NULL THEN
         v_settle := v_settle || jsonb_build_array(jsonb_build_object('stack_id', v_job.stack_id, 'traversal_id', v->'settle'));
@@ -273,8 +272,6 @@ BEGIN
     END IF;
     v_out := v_out || jsonb_build_array(jsonb_build_object('job', to_jsonb(v_job), 'begun', v->'result'));
   END LOOP;
-  FOR v_stack IN SELECT k FROM jsonb_object_keys(v_events) k ORDER BY k::uuid LOOP
-    PERFORM kiln_emit(v_stack::uuid, v_events->v_stack);
-  END LOOP;
+  PERFORM kiln_emit_each(v_events);
   RETURN jsonb_build_object('jobs', v_out, 'settle', v_settle);
 END $$;

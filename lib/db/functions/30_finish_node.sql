@@ -326,7 +326,6 @@ DECLARE
   v_out jsonb := '[]';
   v_events jsonb := '{}';
   v_queued int := 0;
-  v_stack text;
   v_budget int;
 BEGIN
   PERFORM 1 FROM stack WHERE id IN (SELECT stack_id FROM job WHERE id = ANY(v_ids) AND locked_by = p_worker) ORDER BY id FOR SHARE;
@@ -362,15 +361,12 @@ BEGIN
            jsonb_set(v_item->'result', '{claim_max}', to_jsonb(greatest(v_budget, 0))), false);
     v_budget := v_budget - coalesce(jsonb_array_length(v->'claimed'), 0);
     IF v ? 'events' THEN
-      v_stack := v->>'stack_id';
-      v_events := jsonb_set(v_events, ARRAY[v_stack], coalesce(v_events->v_stack, '[]') || (v->'events'));
+      v_events := kiln_events_add(v_events, (v->>'stack_id')::uuid, v->'events');
       v_queued := v_queued + (v->>'queued')::int;
     END IF;
     v_out := v_out || jsonb_build_array(v - 'events' - 'stack_id');
   END LOOP;
-  FOR v_stack IN SELECT x FROM jsonb_object_keys(v_events) x ORDER BY x::uuid LOOP
-    PERFORM kiln_emit(v_stack::uuid, v_events->v_stack);
-  END LOOP;
+  PERFORM kiln_emit_each(v_events);
   IF v_queued > 0 THEN PERFORM pg_notify('kiln_jobs', ''); END IF;
   RETURN v_out;
 END $$;
