@@ -1,5 +1,8 @@
 /**
- * `npm run bench [-- --json] [--shapes chain,layered] [--sizes 100,1000] [--delays 0,0.2] [--workers 2] [--concurrency 64] [--phases create,update,replace,delete] [--profile]`
+ * `npm run bench [-- --json] [--shapes chain,layered] [--sizes 100,1000] [--delays 0,0.2] [--workers 2] [--concurrency 64] [--phases create,update,replace,delete] [--profile] [--durable] [--repeat 1] [--pg name=value ...]`
+ *
+ * --repeat k runs each shape k times and reports the median wall time (with the
+ * range): this machine's speed varies by tens of percent from minute to minute.
  *
  * Runs create -> update all in place -> replace all -> delete of generated
  * OS::Heat::TestResource stacks through the service layer, with real worker
@@ -34,6 +37,12 @@ interface Args {
   concurrency: number
   lastPhase: PhaseName
   profile: boolean
+  /** every step waits for the disk, lazy commits off (KILN_LAZY_COMMITS=false) */
+  durable: boolean
+  /** runs per shape; the summary gives the median */
+  repeat: number
+  /** extra settings for the embedded cluster (--pg name=value, repeatable), for experiments */
+  pgSettings: Record<string, string>
 }
 
 function parseArgs(argv: string[]): Args {
@@ -49,6 +58,14 @@ function parseArgs(argv: string[]): Args {
     workers: Number(get('--workers') ?? 2),
     concurrency: Number(get('--concurrency') ?? 64),
     profile: argv.includes('--profile'),
+    durable: argv.includes('--durable'),
+    repeat: Math.max(1, Number(get('--repeat') ?? 1)),
+    pgSettings: Object.fromEntries(
+      argv.flatMap((a, i) => {
+        const kv = a === '--pg' ? argv[i + 1]?.match(/^([\w.]+)=(.*)$/s) : null
+        return kv ? [[kv[1]!, kv[2]!]] : []
+      }),
+    ),
     // Later phases need the earlier ones (update needs a created stack): --phases create
     // stops after create; --phases create,update after update.
     lastPhase: (get('--phases') ?? 'create,update,replace,delete').split(',').at(-1) as PhaseName,
@@ -69,6 +86,8 @@ interface Row {
   criticalPathS: number | null
   wallOverCritical: number | null
   txnsPerNode: number
+  /** with --repeat: every run's wall seconds (wallS and the rates are the median run's) */
+  runsS?: number[]
 }
 
 async function main() {
@@ -79,8 +98,8 @@ async function main() {
   if (!url) {
     const cluster = await startEmbeddedPostgres(
       args.profile
-        ? { dataDir: path.join(e.KILN_DATA_DIR, 'bench-profile-pg'), settings: PROFILE_SETTINGS }
-        : { dataDir: path.join(e.KILN_DATA_DIR, 'bench-pg') },
+        ? { dataDir: path.join(e.KILN_DATA_DIR, 'bench-profile-pg'), settings: { ...PROFILE_SETTINGS, ...args.pgSettings } }
+        : { dataDir: path.join(e.KILN_DATA_DIR, 'bench-pg'), settings: args.pgSettings },
     )
     await ensureDatabase(cluster.adminUrl, 'kiln_bench')
     url = cluster.databaseUrl('kiln_bench')
@@ -101,7 +120,7 @@ async function main() {
   for (let i = 0; i < args.workers; i++) {
     workers.push(
       spawn(process.execPath, ['--import', 'tsx', 'worker/main.ts'], {
-        env: childEnv({ DATABASE_URL: url, KILN_LOG_LEVEL: 'warn', KILN_WORKER_CONCURRENCY: String(args.concurrency) }),
+        env: childEnv({ DATABASE_URL: url, KILN_LOG_LEVEL: 'warn', KILN_WORKER_CONCURRENCY: String(args.concurrency), KILN_LAZY_COMMITS: String(!args.durable) }),
         stdio: ['ignore', 'inherit', 'inherit'],
       }),
     )
@@ -147,46 +166,54 @@ async function main() {
     for (const n of args.sizes)
       for (const delay of args.delays) {
         if (delay > 0 && n > 1000) continue // 10,000 x 0.2 s is a different benchmark (hours of sleeping per chain)
-        const name = `b${k++}-${shape}-${n}`
-        const phases: [PhaseName, () => Promise<{ traversalId: string | null; stack: { id: string } }>][] = [
-          ['create', () => services.create(actor, { name, template: benchTemplate(shape, n, delay, { value: 'a', replace: false }) })],
-          ['update', () => services.update(actor, name, { template: benchTemplate(shape, n, delay, { value: 'b', replace: false }) })],
-          ['replace', () => services.update(actor, name, { template: benchTemplate(shape, n, delay, { value: 'c', replace: true }) })],
-          ['delete', () => services.delete(actor, name)],
-        ]
-        for (const [phase, run] of phases) {
-          // Not measured: vacuum what the last phase churned, so that autovacuum is less
-          // likely to take one of the machine's two cores in the middle of a measured phase.
-          await db.pool.query('VACUUM ANALYZE')
-          if (args.profile) await db.pool.query('SELECT pg_stat_statements_reset(), pg_stat_reset()')
-          const t0 = await txns()
-          const started = performance.now()
-          const res = await run()
-          const outcome = await waitDone(res.stack.id)
-          const wallS = (performance.now() - started) / 1000
-          const nodes = await nodesOf(res.traversalId)
-          const t1 = await txns()
-          const cpNodes = criticalPathNodes(shape, n) * (phase === 'replace' ? 2 : 1)
-          const criticalPathS = delay > 0 ? cpNodes * delay : null
-          const row: Row = {
-            shape,
-            n,
-            delay,
-            phase,
-            wallS: round(wallS, 3),
-            msPerResource: round((wallS * 1000) / n, 3),
-            nodesPerS: round(nodes / wallS, 0),
-            nodes,
-            criticalPathS,
-            wallOverCritical: criticalPathS ? round(wallS / criticalPathS, 3) : null,
-            txnsPerNode: round((t1 - t0) / Math.max(1, nodes), 2),
+        const runs: Row[] = []
+        for (let rep = 0; rep < args.repeat; rep++) {
+          const name = `b${k++}-${shape}-${n}`
+          const phases: [PhaseName, () => Promise<{ traversalId: string | null; stack: { id: string } }>][] = [
+            ['create', () => services.create(actor, { name, template: benchTemplate(shape, n, delay, { value: 'a', replace: false }) })],
+            ['update', () => services.update(actor, name, { template: benchTemplate(shape, n, delay, { value: 'b', replace: false }) })],
+            ['replace', () => services.update(actor, name, { template: benchTemplate(shape, n, delay, { value: 'c', replace: true }) })],
+            ['delete', () => services.delete(actor, name)],
+          ]
+          for (const [phase, run] of phases) {
+            // Not measured: vacuum what the last phase churned, so that autovacuum is less
+            // likely to take one of the machine's two cores in the middle of a measured phase.
+            await db.pool.query('VACUUM ANALYZE')
+            if (args.profile) await db.pool.query('SELECT pg_stat_statements_reset(), pg_stat_reset()')
+            const t0 = await txns()
+            const started = performance.now()
+            const res = await run()
+            const outcome = await waitDone(res.stack.id)
+            const wallS = (performance.now() - started) / 1000
+            const nodes = await nodesOf(res.traversalId)
+            const t1 = await txns()
+            const cpNodes = criticalPathNodes(shape, n) * (phase === 'replace' ? 2 : 1)
+            const criticalPathS = delay > 0 ? cpNodes * delay : null
+            const row: Row = {
+              shape,
+              n,
+              delay,
+              phase,
+              wallS: round(wallS, 3),
+              msPerResource: round((wallS * 1000) / n, 3),
+              nodesPerS: round(nodes / wallS, 0),
+              nodes,
+              criticalPathS,
+              wallOverCritical: criticalPathS ? round(wallS / criticalPathS, 3) : null,
+              txnsPerNode: round((t1 - t0) / Math.max(1, nodes), 2),
+            }
+            runs.push(row)
+            if (!args.json) console.log(`${shape.padEnd(8)} n=${String(n).padEnd(6)} D=${delay}s ${phase.padEnd(8)} ${outcome.padEnd(18)} wall ${row.wallS.toFixed(2)} s  ${row.msPerResource.toFixed(2)} ms/res  ${row.nodesPerS} nodes/s  ${row.wallOverCritical ? `wall/cp ${row.wallOverCritical}` : ''}  ${row.txnsPerNode} write txn/node`)
+            if (args.profile) console.log(await profileReport(db.pool, nodes))
+            if (!outcome.endsWith('COMPLETE')) throw new Error(`${name} ${phase} ended ${outcome}`)
+            if (phase === args.lastPhase) {
+              // Not measured: the next run starts from an equally empty database.
+              if (phase !== 'delete') await waitDone((await services.delete(actor, name)).stack.id)
+              break
+            }
           }
-          results.push(row)
-          if (!args.json) console.log(`${shape.padEnd(8)} n=${String(n).padEnd(6)} D=${delay}s ${phase.padEnd(8)} ${outcome.padEnd(18)} wall ${row.wallS.toFixed(2)} s  ${row.msPerResource.toFixed(2)} ms/res  ${row.nodesPerS} nodes/s  ${row.wallOverCritical ? `wall/cp ${row.wallOverCritical}` : ''}  ${row.txnsPerNode} write txn/node`)
-          if (args.profile) console.log(await profileReport(db.pool, nodes))
-          if (phase === args.lastPhase) break
-          if (!outcome.endsWith('COMPLETE')) throw new Error(`${name} ${phase} ended ${outcome}`)
         }
+        results.push(...summarise(runs, args.repeat, args.json))
       }
   if (args.json) console.log(JSON.stringify({ machine: { cpus: (await import('node:os')).cpus().length, node: process.version }, workers: args.workers, results }, null, 2))
 
@@ -195,6 +222,25 @@ async function main() {
   await listener.end()
   await db.close()
   await stopPg()
+}
+
+/** One row per phase: the median run's (by wall time), with every run's wall time when repeated. */
+function summarise(runs: Row[], repeat: number, quiet: boolean): Row[] {
+  if (repeat === 1) return runs
+  const byPhase = new Map<PhaseName, Row[]>()
+  for (const r of runs) byPhase.set(r.phase, [...(byPhase.get(r.phase) ?? []), r])
+  const out: Row[] = []
+  for (const [phase, rows] of byPhase) {
+    const sorted = [...rows].sort((a, b) => a.wallS - b.wallS)
+    const median = sorted[Math.floor((sorted.length - 1) / 2)]!
+    const runsS = sorted.map((r) => r.wallS)
+    out.push({ ...median, runsS })
+    if (!quiet) {
+      const cp = median.wallOverCritical ? `  wall/cp ${median.wallOverCritical} (${sorted.map((r) => r.wallOverCritical).join(', ')})` : ''
+      console.log(`  median of ${rows.length}: ${median.shape} n=${median.n} D=${median.delay}s ${phase} wall ${median.wallS.toFixed(2)} s (runs ${runsS.map((v) => v.toFixed(2)).join(', ')})${cp}`)
+    }
+  }
+  return out
 }
 
 const PROFILE_SETTINGS = {

@@ -68,6 +68,11 @@ const EnvSchema = z.object({
   KILN_SHUTDOWN_ABORT_MS: int(30_000),
   /** Let a worker run a successor it just made ready without a queue hop. */
   KILN_INLINE_CONTINUATION: bool(true),
+  /**
+   * A node step that touches only state-only resources (OS::Heat::TestResource, None, Value,
+   * RandomString) commits without waiting for the disk; false: every step waits (README, "Durability").
+   */
+  KILN_LAZY_COMMITS: bool(true),
   KILN_LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).optional().default('info'),
   KILN_LOG_FORMAT: z.enum(['text', 'json']).optional().default('text'),
   /** Size limits (enforced with a 4xx naming the limit). */

@@ -54,6 +54,23 @@ CREATE INDEX IF NOT EXISTS resource_replaces_idx ON resource (replaces) WHERE re
 -- per transaction (PostgreSQL folds identical payloads) tells the web servers to
 -- read the new rows; the payload is only the stack id.
 
+-- Lazy commits. The worker names its state-only resource types (p_result /
+-- p_lazy_types 'lazy_types': types whose actions change nothing outside this
+-- database, such as OS::Heat::TestResource, None, Value, RandomString). A node
+-- step whose every row is of such a type — the row it releases and every row
+-- it locks for a node it begins — commits with synchronous_commit off:
+-- PostgreSQL answers before the WAL reaches the disk (it does within
+-- 3 × wal_writer_delay). A database crash in that window loses the last such
+-- steps, all of them after a point in commit order: the rows and sync points go
+-- back to where they were and the nodes re-run (the sweeper, broken leases);
+-- nothing outside the database was made that could leak or be made twice. A
+-- step that records or starts an action on anything else waits for the disk
+-- as always, and its flush carries every earlier lazy commit with it.
+-- Measured: the flush is ~0.55 ms of a chain node's ~2.2 ms.
+CREATE OR REPLACE FUNCTION kiln_commit_lazily() RETURNS void LANGUAGE sql AS $$
+  SELECT set_config('synchronous_commit', 'off', true)
+$$;
+
 -- STABLE, not IMMUTABLE, because jsonb_build_object is STABLE: PostgreSQL
 -- inlines a SQL function into its caller only when the declared volatility
 -- holds for its body; an IMMUTABLE one calling a STABLE function runs as a
@@ -268,8 +285,15 @@ BEGIN
   END IF;
 
   IF sp.state = 'RUNNING' AND sp.actor_id = j.resource_id AND r.engine_id = p_worker AND r.lock_traversal_id = j.traversal_id THEN
-    -- A retry of a call that committed but whose reply was lost: answer as before.
-    RETURN jsonb_build_object('result', kiln_locked_reply('locked', to_jsonb(r), s, t, v_key, j.is_update), 'events', '[]'::jsonb);
+    -- A retry of a call that committed but whose reply was lost, or a step lost
+    -- in a database crash (a lazy commit) whose job the worker gave back: answer
+    -- as before. The row's state before that begin is not kept; a create it
+    -- started is still a create (retried in place: physical names are stable per
+    -- row), not an update of a row that was never made.
+    RETURN jsonb_build_object('result', kiln_locked_reply('locked',
+      to_jsonb(r) || CASE WHEN r.action = 'CREATE' AND r.status = 'IN_PROGRESS' AND r.properties IS NULL
+                          THEN '{"action": "INIT", "status": "COMPLETE"}'::jsonb ELSE '{}' END,
+      s, t, v_key, j.is_update), 'events', '[]'::jsonb);
   END IF;
   IF sp.state IS DISTINCT FROM 'READY' OR (sp.actor_id IS NOT NULL AND sp.actor_id <> j.resource_id) THEN
     DELETE FROM job WHERE id = p_job;
@@ -346,6 +370,16 @@ BEGIN
   RETURN (v->'result') || jsonb_build_object('settle', v->'settle');
 END $$;
 
+-- May a step that began a node with this result commit lazily (10_events.sql)?
+-- Only if the node was not locked to act, or its row is of a lazy type; a
+-- replacement of a row being deleted never (the new row's type is not known here).
+CREATE OR REPLACE FUNCTION kiln_begun_lazily(p_result jsonb, p_lazy_types jsonb) RETURNS boolean LANGUAGE sql IMMUTABLE AS $$
+  SELECT CASE p_result->>'outcome'
+    WHEN 'locked' THEN coalesce(p_lazy_types ? (p_result->'resource'->>'type'), false)
+    WHEN 'replace_deleting' THEN false
+    ELSE true END
+$$;
+
 -- kiln_claim: claim up to p_limit available jobs, oldest first, skipping rows
 -- another claimer holds (graphile-worker's pattern). The pick is a CTE,
 -- evaluated once: written as `WHERE id IN (SELECT … LIMIT n FOR UPDATE SKIP
@@ -366,8 +400,12 @@ $$;
 -- job is returned claimed but not begun. Events are published per stack, in
 -- stack order, at the end (lock order 5).
 -- Returns { jobs: [{ job, begun }], settle: [{ stack_id, traversal_id }] }.
-CREATE OR REPLACE FUNCTION kiln_claim_jobs(p_worker uuid, p_limit int, p_lease_ms int) RETURNS jsonb LANGUAGE plpgsql SET enable_seqscan = off SET plan_cache_mode = force_generic_plan AS $$
+-- Commits lazily when every node it locked is of a type in p_lazy_types and
+-- it claimed nothing but node jobs (10_events.sql).
+DROP FUNCTION IF EXISTS kiln_claim_jobs(uuid, int, int);
+CREATE OR REPLACE FUNCTION kiln_claim_jobs(p_worker uuid, p_limit int, p_lease_ms int, p_lazy_types jsonb DEFAULT NULL) RETURNS jsonb LANGUAGE plpgsql SET enable_seqscan = off SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
+  v_lazy boolean := p_lazy_types IS NOT NULL;
   v_job job%ROWTYPE;
   v_out jsonb := '[]';
   v jsonb;
@@ -378,8 +416,11 @@ BEGIN
     SELECT * FROM kiln_claim(p_worker, p_limit) ORDER BY stack_id, id
   LOOP
     v := NULL;
-    IF v_job.kind = 'check_resource' THEN
+    IF v_job.kind <> 'check_resource' THEN
+      v_lazy := false;
+    ELSE
       v := kiln_begin_core(v_job.id, p_worker, p_lease_ms, true);
+      v_lazy := v_lazy AND kiln_begun_lazily(v->'result', p_lazy_types);
       IF jsonb_array_length(v->'events') > 0 THEN
         v_events := kiln_events_add(v_events, v_job.stack_id, v->'events');
       END IF;
@@ -389,6 +430,7 @@ BEGIN
     END IF;
     v_out := v_out || jsonb_build_array(jsonb_build_object('job', to_jsonb(v_job), 'begun', v->'result'));
   END LOOP;
+  IF v_lazy AND v_out <> '[]' THEN PERFORM kiln_commit_lazily(); END IF;
   PERFORM kiln_emit_each(v_events);
   RETURN jsonb_build_object('jobs', v_out, 'settle', v_settle);
 END $$;
@@ -420,8 +462,10 @@ END $$;
 --
 -- p_result: { ok, reason, set: {column: value, …}, resource_event, payload,
 --             successors: [[rid, is_update], …], is_root, claim, claim_max, deleted,
---             begin_lease_ms, in_progress_event }
--- Returns { outcome, claimed: [{ job, begun }], queued, settle }.
+--             begin_lease_ms, in_progress_event, lazy_types }
+-- Returns { outcome, claimed: [{ job, begun }], queued, settle }; the
+-- transaction commits lazily (kiln_commit_lazily) when every row it releases or
+-- locks is of a type in lazy_types.
 
 CREATE OR REPLACE FUNCTION kiln_retrigger_waiter(p_stack stack, p_rid int, p_trav uuid, p_upd boolean) RETURNS jsonb LANGUAGE plpgsql AS $$
 DECLARE
@@ -536,6 +580,8 @@ DECLARE
   v_pending int;
   v_settle uuid;
   v_begin jsonb;
+  v_lazy_types jsonb := p_result->'lazy_types';
+  v_lazy boolean;
 BEGIN
   SELECT * INTO j FROM job WHERE id = p_job;
   IF NOT FOUND OR j.locked_by IS DISTINCT FROM p_worker THEN
@@ -551,6 +597,7 @@ BEGIN
   END IF;
   v_waiter_trav := r.waiter_traversal_id;
   v_waiter_upd := r.waiter_is_update;
+  v_lazy := v_lazy_types ? r.type;
   v_key := coalesce(j.graph_key_id, j.resource_id);
   v_current := s.current_traversal_id IS NOT DISTINCT FROM j.traversal_id;
 
@@ -566,6 +613,7 @@ BEGIN
     waiter_traversal_id = NULL, waiter_is_update = NULL,
     atomic_key = atomic_key + 1, updated_at = now()
   WHERE id = r.id RETURNING * INTO r;
+  v_lazy := v_lazy AND v_lazy_types ? r.type;
   DELETE FROM job WHERE id = p_job;
 
   IF coalesce((p_result->>'deleted')::boolean, false) THEN
@@ -645,6 +693,7 @@ BEGIN
             RETURNING * INTO v_new;
             IF v_free THEN
               v_lock := kiln_lock_node_row(v_row, s, t, v_srid, v_supd, v_sp, p_worker, v_begin_ms);
+              v_lazy := v_lazy AND v_lazy_types ? v_row.type;
               v_claimed := v_claimed || jsonb_build_array(jsonb_build_object('job', to_jsonb(v_new), 'begun', v_lock->'result'));
               v_begun_events := v_begun_events || (v_lock->'events');
               v_claim_left := v_claim_left - 1;
@@ -687,13 +736,16 @@ BEGIN
       v_begin := kiln_begin_core((v_parked->>'id')::bigint, p_worker, v_begin_ms, true);
       v_settle := coalesce(v_settle, (v_begin->>'settle')::uuid);
       v_events := v_events || (v_begin->'events');
+      v_lazy := v_lazy AND kiln_begun_lazily(v_begin->'result', v_lazy_types);
     END IF;
     v_claimed := v_claimed || jsonb_build_array(jsonb_build_object('job', v_parked, 'begun', v_begin->'result'));
   END IF;
   v_events := v_events || v_begun_events;
   IF NOT p_emit THEN
-    RETURN jsonb_build_object('outcome', 'ok', 'claimed', v_claimed, 'queued', v_queued, 'settle', v_settle, 'stack_id', s.id, 'events', v_events);
+    RETURN jsonb_build_object('outcome', 'ok', 'claimed', v_claimed, 'queued', v_queued, 'settle', v_settle, 'stack_id', s.id, 'events', v_events,
+                              'lazy', coalesce(v_lazy, false));
   END IF;
+  IF v_lazy THEN PERFORM kiln_commit_lazily(); END IF;
   PERFORM kiln_emit(s.id, v_events);
   IF v_queued > 0 THEN PERFORM pg_notify('kiln_jobs', ''); END IF;
   RETURN jsonb_build_object('outcome', 'ok', 'claimed', v_claimed, 'queued', v_queued, 'settle', v_settle);
@@ -723,6 +775,7 @@ DECLARE
   v_events jsonb := '{}';
   v_queued int := 0;
   v_budget int;
+  v_lazy boolean := true;
 BEGIN
   PERFORM 1 FROM stack WHERE id IN (SELECT stack_id FROM job WHERE id = ANY(v_ids) AND locked_by = p_worker) ORDER BY id FOR SHARE;
   PERFORM 1 FROM resource
@@ -756,12 +809,15 @@ BEGIN
     v := kiln_finish_node((v_item->>'job')::bigint, p_worker,
            jsonb_set(v_item->'result', '{claim_max}', to_jsonb(greatest(v_budget, 0))), false);
     v_budget := v_budget - coalesce(jsonb_array_length(v->'claimed'), 0);
+    v_lazy := v_lazy AND coalesce((v->>'lazy')::boolean, false);
     IF v ? 'events' THEN
       v_events := kiln_events_add(v_events, (v->>'stack_id')::uuid, v->'events');
       v_queued := v_queued + (v->>'queued')::int;
     END IF;
-    v_out := v_out || jsonb_build_array(v - 'events' - 'stack_id');
+    v_out := v_out || jsonb_build_array(v - 'events' - 'stack_id' - 'lazy');
   END LOOP;
+  -- Lazily only when every finish of the batch may (a 'gone' one wrote nothing to speak of, but says no).
+  IF v_lazy THEN PERFORM kiln_commit_lazily(); END IF;
   PERFORM kiln_emit_each(v_events);
   IF v_queued > 0 THEN PERFORM pg_notify('kiln_jobs', ''); END IF;
   RETURN v_out;

@@ -13,7 +13,7 @@ import { resolveDatabase } from '../lib/db/bootstrap'
 import { createDb } from '../lib/db/client'
 import { applyMigrations } from '../lib/db/migrate'
 import { limitsFrom, typeConfigFrom } from '../lib/config'
-import { builtinTypes, createRegistry, typeCatalog } from '../lib/resources/registry'
+import { builtinTypes, createRegistry, stateOnlyTypeNames, typeCatalog } from '../lib/resources/registry'
 import { createStackService } from '../lib/services/stacks'
 import { WorkerRuntime } from './runtime'
 
@@ -40,6 +40,7 @@ async function main() {
     heartbeatMs: e.heartbeatMs,
     shutdownAbortMs: e.KILN_SHUTDOWN_ABORT_MS,
     inline: e.KILN_INLINE_CONTINUATION,
+    lazyTypes: e.KILN_LAZY_COMMITS ? stateOnlyTypeNames(registry) : [],
     maxEventsPerStack: e.KILN_MAX_EVENTS_PER_STACK,
   })
 

@@ -38,6 +38,8 @@ export interface WorkerOptions {
   heartbeatMs: number
   shutdownAbortMs: number
   inline: boolean
+  /** State-only resource types whose steps may commit without waiting for the disk (StoreOptions.lazyTypes); default none. */
+  lazyTypes?: readonly string[]
   version?: string
   /** events kept per stack; older ones are pruned once a minute */
   maxEventsPerStack?: number
@@ -66,6 +68,7 @@ export class WorkerRuntime {
     const store = createStore(opts.db.pool, {
       workerId: this.id,
       leaseMs: opts.leaseMs,
+      lazyTypes: opts.lazyTypes,
       onRetry: (what, err) => this.log.warn(`retrying ${what} after: ${(err as Error).message}`),
     })
     this.deps = {
@@ -247,7 +250,7 @@ export class WorkerRuntime {
         this.wanted = false
         const free = this.opts.concurrency - this.inFlight.size
         if (free <= 0) break
-        const jobs = await claimAndBeginJobs(this.opts.db.pool, this.id, free, this.opts.leaseMs)
+        const jobs = await claimAndBeginJobs(this.opts.db.pool, this.id, free, this.opts.leaseMs, this.opts.lazyTypes)
         this.stats.claimed += jobs.length
         for (const job of jobs) this.runSlot(job)
         if (jobs.length === free) this.wanted = true

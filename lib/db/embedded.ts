@@ -35,8 +35,12 @@ export interface RunningPostgres {
   port: number
   /** False when the cluster was already running (started by another launcher). */
   startedHere: boolean
-  /** Stops the cluster (fast shutdown: open sessions are closed, data is safe). */
-  stop(): Promise<void>
+  /**
+   * Stops the cluster: 'fast' (the default) closes open sessions and flushes
+   * everything; 'immediate' is a crash (tests: the next start runs crash
+   * recovery, and commits made without waiting for the disk may be lost).
+   */
+  stop(mode?: 'fast' | 'immediate'): Promise<void>
 }
 
 interface Binaries {
@@ -203,9 +207,9 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
     startedHere,
     adminUrl: databaseUrl('postgres'),
     databaseUrl,
-    async stop() {
+    async stop(mode = 'fast') {
       if (!runningPid(dataDir)) return
-      await run(bin.pg_ctl, ['stop', '-w', '-t', '60', '-m', 'fast', '-D', dataDir], { ...asOwner, env: pgEnv })
+      await run(bin.pg_ctl, ['stop', '-w', '-t', '60', '-m', mode, '-D', dataDir], { ...asOwner, env: pgEnv })
       log('PostgreSQL stopped')
     },
   }

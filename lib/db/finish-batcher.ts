@@ -33,6 +33,8 @@ export class FinishBatcher {
     private readonly workerId: string,
     private readonly leaseMs: number,
     private readonly retry: Retry,
+    /** The worker's state-only resource types (lazy commits; finishBody). */
+    private readonly lazyTypes: readonly string[] = [],
   ) {}
 
   finish(job: ClaimedJob, req: FinishRequest): Promise<FinishResult> {
@@ -63,7 +65,7 @@ export class FinishBatcher {
     if (batch.length === 1) return this.sendOne(batch[0]!)
     try {
       // Safe to retry as a whole: a finish whose first attempt committed answers 'gone'.
-      const results = await this.retry('finish', () => finishNodes(this.pool, this.workerId, batch, this.leaseMs))
+      const results = await this.retry('finish', () => finishNodes(this.pool, this.workerId, batch, this.leaseMs, this.lazyTypes))
       batch.forEach((p, i) => p.resolve(results[i]!))
     } catch {
       // One finish the database refuses must not fail the others with it: each on its own.
@@ -73,7 +75,7 @@ export class FinishBatcher {
 
   private async sendOne(p: Pending): Promise<void> {
     try {
-      p.resolve(await this.retry('finish', () => finishNode(this.pool, this.workerId, p.job, p.req, this.leaseMs)))
+      p.resolve(await this.retry('finish', () => finishNode(this.pool, this.workerId, p.job, p.req, this.leaseMs, this.lazyTypes)))
     } catch (err) {
       p.reject(err)
     }

@@ -9,6 +9,12 @@ import { loadTraversal } from './queries/traversal'
 export interface StoreOptions {
   workerId: string
   leaseMs: number
+  /**
+   * Resource types whose actions change nothing outside the database: a step
+   * touching only rows of these commits without waiting for the disk
+   * (kiln_commit_lazily in lib/db/functions/10_events.sql). Empty: every step waits.
+   */
+  lazyTypes?: readonly string[]
   /** Called when a call is retried after a transient error (lost connection, deadlock). */
   onRetry?: (what: string, err: unknown) => void
 }
@@ -20,7 +26,7 @@ export interface StoreOptions {
  */
 export function createStore(pool: pg.Pool, opts: StoreOptions): ConvergenceStore {
   const retry = <T>(what: string, fn: () => Promise<T>) => withRetry(fn, { onRetry: (err) => opts.onRetry?.(what, err) })
-  const finishes = new FinishBatcher(pool, opts.workerId, opts.leaseMs, retry)
+  const finishes = new FinishBatcher(pool, opts.workerId, opts.leaseMs, retry, opts.lazyTypes)
   return {
     beginNode: (job) => retry('begin', () => beginNode(pool, opts.workerId, opts.leaseMs, job)),
     finishNode: (job, req) => finishes.finish(job, req),

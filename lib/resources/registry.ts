@@ -35,6 +35,11 @@ export function createRegistry(types: ResourceType[]): Registry {
   }
 }
 
+/** Names of the types whose actions change nothing outside Kiln's database (ResourceType.stateOnly). */
+export function stateOnlyTypeNames(registry: Pick<Registry, 'list'>): string[] {
+  return registry.list().filter((t) => t.stateOnly).map((t) => t.name)
+}
+
 export function containsUnknown(v: unknown): boolean {
   if (v === UNKNOWN) return true
   if (Array.isArray(v)) return v.some(containsUnknown)

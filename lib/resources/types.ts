@@ -101,6 +101,14 @@ export interface ResourceType {
   acceptsAnyProperties?: boolean
   /** Any attribute name resolves (to null when unknown), as OS::Heat::None does. */
   acceptsAnyAttribute?: boolean
+  /**
+   * The type's actions change nothing outside Kiln's database: all there is of
+   * the resource is what the engine stores (OS::Heat::None, Value, RandomString,
+   * TestResource). Steps touching only such rows commit without waiting for the
+   * disk: after a database crash they may be lost and are re-run, and there is
+   * nothing outside to leak or duplicate. Leave unset for anything else.
+   */
+  stateOnly?: boolean
   /** Create the resource. `props` are resolved, validated and defaulted. */
   create(ctx: ResourceContext, props: Record<string, unknown>): Promise<ActionResult>
   /**

@@ -11,8 +11,8 @@ import { applyMigrations } from '../../lib/db/migrate'
 
 export interface OwnPostgres {
   url: string
-  /** Stop the server, wait `pauseMs`, start it again on the same port (clients see it go away). */
-  restart(pauseMs: number): Promise<void>
+  /** Stop the server (`crash`: immediate, no flush), wait `pauseMs`, start it again on the same port (clients see it go away). */
+  restart(pauseMs: number, opts?: { crash?: boolean }): Promise<void>
   stop(): Promise<void>
 }
 
@@ -25,8 +25,8 @@ export async function ownPostgres(prefix: string): Promise<OwnPostgres> {
   await applyMigrations(url)
   return {
     url,
-    async restart(pauseMs) {
-      await server.stop()
+    async restart(pauseMs, opts) {
+      await server.stop(opts?.crash ? 'immediate' : 'fast')
       await new Promise((r) => setTimeout(r, pauseMs))
       server = await startEmbeddedPostgres({ dataDir, port: server.port })
     },

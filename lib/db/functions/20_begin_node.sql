@@ -151,8 +151,15 @@ BEGIN
   END IF;
 
   IF sp.state = 'RUNNING' AND sp.actor_id = j.resource_id AND r.engine_id = p_worker AND r.lock_traversal_id = j.traversal_id THEN
-    -- A retry of a call that committed but whose reply was lost: answer as before.
-    RETURN jsonb_build_object('result', kiln_locked_reply('locked', to_jsonb(r), s, t, v_key, j.is_update), 'events', '[]'::jsonb);
+    -- A retry of a call that committed but whose reply was lost, or a step lost
+    -- in a database crash (a lazy commit) whose job the worker gave back: answer
+    -- as before. The row's state before that begin is not kept; a create it
+    -- started is still a create (retried in place: physical names are stable per
+    -- row), not an update of a row that was never made.
+    RETURN jsonb_build_object('result', kiln_locked_reply('locked',
+      to_jsonb(r) || CASE WHEN r.action = 'CREATE' AND r.status = 'IN_PROGRESS' AND r.properties IS NULL
+                          THEN '{"action": "INIT", "status": "COMPLETE"}'::jsonb ELSE '{}' END,
+      s, t, v_key, j.is_update), 'events', '[]'::jsonb);
   END IF;
   IF sp.state IS DISTINCT FROM 'READY' OR (sp.actor_id IS NOT NULL AND sp.actor_id <> j.resource_id) THEN
     DELETE FROM job WHERE id = p_job;
@@ -229,6 +236,16 @@ BEGIN
   RETURN (v->'result') || jsonb_build_object('settle', v->'settle');
 END $$;
 
+-- May a step that began a node with this result commit lazily (10_events.sql)?
+-- Only if the node was not locked to act, or its row is of a lazy type; a
+-- replacement of a row being deleted never (the new row's type is not known here).
+CREATE OR REPLACE FUNCTION kiln_begun_lazily(p_result jsonb, p_lazy_types jsonb) RETURNS boolean LANGUAGE sql IMMUTABLE AS $$
+  SELECT CASE p_result->>'outcome'
+    WHEN 'locked' THEN coalesce(p_lazy_types ? (p_result->'resource'->>'type'), false)
+    WHEN 'replace_deleting' THEN false
+    ELSE true END
+$$;
+
 -- kiln_claim: claim up to p_limit available jobs, oldest first, skipping rows
 -- another claimer holds (graphile-worker's pattern). The pick is a CTE,
 -- evaluated once: written as `WHERE id IN (SELECT … LIMIT n FOR UPDATE SKIP
@@ -249,8 +266,12 @@ $$;
 -- job is returned claimed but not begun. Events are published per stack, in
 -- stack order, at the end (lock order 5).
 -- Returns { jobs: [{ job, begun }], settle: [{ stack_id, traversal_id }] }.
-CREATE OR REPLACE FUNCTION kiln_claim_jobs(p_worker uuid, p_limit int, p_lease_ms int) RETURNS jsonb LANGUAGE plpgsql SET enable_seqscan = off SET plan_cache_mode = force_generic_plan AS $$
+-- Commits lazily when every node it locked is of a type in p_lazy_types and
+-- it claimed nothing but node jobs (10_events.sql).
+DROP FUNCTION IF EXISTS kiln_claim_jobs(uuid, int, int);
+CREATE OR REPLACE FUNCTION kiln_claim_jobs(p_worker uuid, p_limit int, p_lease_ms int, p_lazy_types jsonb DEFAULT NULL) RETURNS jsonb LANGUAGE plpgsql SET enable_seqscan = off SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
+  v_lazy boolean := p_lazy_types IS NOT NULL;
   v_job job%ROWTYPE;
   v_out jsonb := '[]';
   v jsonb;
@@ -261,8 +282,11 @@ BEGIN
     SELECT * FROM kiln_claim(p_worker, p_limit) ORDER BY stack_id, id
   LOOP
     v := NULL;
-    IF v_job.kind = 'check_resource' THEN
+    IF v_job.kind <> 'check_resource' THEN
+      v_lazy := false;
+    ELSE
       v := kiln_begin_core(v_job.id, p_worker, p_lease_ms, true);
+      v_lazy := v_lazy AND kiln_begun_lazily(v->'result', p_lazy_types);
       IF jsonb_array_length(v->'events') > 0 THEN
         v_events := kiln_events_add(v_events, v_job.stack_id, v->'events');
       END IF;
@@ -272,6 +296,7 @@ BEGIN
     END IF;
     v_out := v_out || jsonb_build_array(jsonb_build_object('job', to_jsonb(v_job), 'begun', v->'result'));
   END LOOP;
+  IF v_lazy AND v_out <> '[]' THEN PERFORM kiln_commit_lazily(); END IF;
   PERFORM kiln_emit_each(v_events);
   RETURN jsonb_build_object('jobs', v_out, 'settle', v_settle);
 END $$;

@@ -24,8 +24,10 @@
 --
 -- p_result: { ok, reason, set: {column: value, …}, resource_event, payload,
 --             successors: [[rid, is_update], …], is_root, claim, claim_max, deleted,
---             begin_lease_ms, in_progress_event }
--- Returns { outcome, claimed: [{ job, begun }], queued, settle }.
+--             begin_lease_ms, in_progress_event, lazy_types }
+-- Returns { outcome, claimed: [{ job, begun }], queued, settle }; the
+-- transaction commits lazily (kiln_commit_lazily) when every row it releases or
+-- locks is of a type in lazy_types.
 
 CREATE OR REPLACE FUNCTION kiln_retrigger_waiter(p_stack stack, p_rid int, p_trav uuid, p_upd boolean) RETURNS jsonb LANGUAGE plpgsql AS $$
 DECLARE
@@ -140,6 +142,8 @@ DECLARE
   v_pending int;
   v_settle uuid;
   v_begin jsonb;
+  v_lazy_types jsonb := p_result->'lazy_types';
+  v_lazy boolean;
 BEGIN
   SELECT * INTO j FROM job WHERE id = p_job;
   IF NOT FOUND OR j.locked_by IS DISTINCT FROM p_worker THEN
@@ -155,6 +159,7 @@ BEGIN
   END IF;
   v_waiter_trav := r.waiter_traversal_id;
   v_waiter_upd := r.waiter_is_update;
+  v_lazy := v_lazy_types ? r.type;
   v_key := coalesce(j.graph_key_id, j.resource_id);
   v_current := s.current_traversal_id IS NOT DISTINCT FROM j.traversal_id;
 
@@ -170,6 +175,7 @@ BEGIN
     waiter_traversal_id = NULL, waiter_is_update = NULL,
     atomic_key = atomic_key + 1, updated_at = now()
   WHERE id = r.id RETURNING * INTO r;
+  v_lazy := v_lazy AND v_lazy_types ? r.type;
   DELETE FROM job WHERE id = p_job;
 
   IF coalesce((p_result->>'deleted')::boolean, false) THEN
@@ -249,6 +255,7 @@ BEGIN
             RETURNING * INTO v_new;
             IF v_free THEN
               v_lock := kiln_lock_node_row(v_row, s, t, v_srid, v_supd, v_sp, p_worker, v_begin_ms);
+              v_lazy := v_lazy AND v_lazy_types ? v_row.type;
               v_claimed := v_claimed || jsonb_build_array(jsonb_build_object('job', to_jsonb(v_new), 'begun', v_lock->'result'));
               v_begun_events := v_begun_events || (v_lock->'events');
               v_claim_left := v_claim_left - 1;
@@ -291,13 +298,16 @@ BEGIN
       v_begin := kiln_begin_core((v_parked->>'id')::bigint, p_worker, v_begin_ms, true);
       v_settle := coalesce(v_settle, (v_begin->>'settle')::uuid);
       v_events := v_events || (v_begin->'events');
+      v_lazy := v_lazy AND kiln_begun_lazily(v_begin->'result', v_lazy_types);
     END IF;
     v_claimed := v_claimed || jsonb_build_array(jsonb_build_object('job', v_parked, 'begun', v_begin->'result'));
   END IF;
   v_events := v_events || v_begun_events;
   IF NOT p_emit THEN
-    RETURN jsonb_build_object('outcome', 'ok', 'claimed', v_claimed, 'queued', v_queued, 'settle', v_settle, 'stack_id', s.id, 'events', v_events);
+    RETURN jsonb_build_object('outcome', 'ok', 'claimed', v_claimed, 'queued', v_queued, 'settle', v_settle, 'stack_id', s.id, 'events', v_events,
+                              'lazy', coalesce(v_lazy, false));
   END IF;
+  IF v_lazy THEN PERFORM kiln_commit_lazily(); END IF;
   PERFORM kiln_emit(s.id, v_events);
   IF v_queued > 0 THEN PERFORM pg_notify('kiln_jobs', ''); END IF;
   RETURN jsonb_build_object('outcome', 'ok', 'claimed', v_claimed, 'queued', v_queued, 'settle', v_settle);
@@ -327,6 +337,7 @@ DECLARE
   v_events jsonb := '{}';
   v_queued int := 0;
   v_budget int;
+  v_lazy boolean := true;
 BEGIN
   PERFORM 1 FROM stack WHERE id IN (SELECT stack_id FROM job WHERE id = ANY(v_ids) AND locked_by = p_worker) ORDER BY id FOR SHARE;
   PERFORM 1 FROM resource
@@ -360,12 +371,15 @@ BEGIN
     v := kiln_finish_node((v_item->>'job')::bigint, p_worker,
            jsonb_set(v_item->'result', '{claim_max}', to_jsonb(greatest(v_budget, 0))), false);
     v_budget := v_budget - coalesce(jsonb_array_length(v->'claimed'), 0);
+    v_lazy := v_lazy AND coalesce((v->>'lazy')::boolean, false);
     IF v ? 'events' THEN
       v_events := kiln_events_add(v_events, (v->>'stack_id')::uuid, v->'events');
       v_queued := v_queued + (v->>'queued')::int;
     END IF;
-    v_out := v_out || jsonb_build_array(v - 'events' - 'stack_id');
+    v_out := v_out || jsonb_build_array(v - 'events' - 'stack_id' - 'lazy');
   END LOOP;
+  -- Lazily only when every finish of the batch may (a 'gone' one wrote nothing to speak of, but says no).
+  IF v_lazy THEN PERFORM kiln_commit_lazily(); END IF;
   PERFORM kiln_emit_each(v_events);
   IF v_queued > 0 THEN PERFORM pg_notify('kiln_jobs', ''); END IF;
   RETURN v_out;

@@ -90,8 +90,9 @@ function rowUpdateToJson(u: RowUpdate): Json {
  * claimed for us and, given `beginLeaseMs`, also begun (locked) in the same transaction: a
  * chain costs one round trip per node instead of two, and a fan-out no queue hop.
  */
-export async function finishNode(pool: pg.Pool, workerId: string, job: ClaimedJob, req: FinishRequest, beginLeaseMs?: number): Promise<FinishResult> {
-  const { rows } = await pool.query({ name: 'kiln_finish_node', text: 'SELECT kiln_finish_node($1, $2, $3) AS out', values: [job.id, workerId, JSON.stringify(finishBody(req, beginLeaseMs))] })
+export async function finishNode(pool: pg.Pool, workerId: string, job: ClaimedJob, req: FinishRequest, beginLeaseMs?: number, lazyTypes: readonly string[] = []): Promise<FinishResult> {
+  const body = finishBody(req, beginLeaseMs, lazyTypes)
+  const { rows } = await pool.query({ name: 'kiln_finish_node', text: 'SELECT kiln_finish_node($1, $2, $3) AS out', values: [job.id, workerId, JSON.stringify(body)] })
   return finishResult(pool, job, rows[0].out as Json)
 }
 
@@ -100,8 +101,10 @@ export async function finishNode(pool: pg.Pool, workerId: string, job: ClaimedJo
  * one turn at the stack's event lock for finishes that are ready at the same moment.
  * Results come back in the order of `items`.
  */
-export async function finishNodes(pool: pg.Pool, workerId: string, items: { job: ClaimedJob; req: FinishRequest }[], beginLeaseMs?: number): Promise<FinishResult[]> {
-  const body = items.map(({ job, req }) => ({ job: job.id, result: finishBody(req, beginLeaseMs) }))
+export async function finishNodes(
+  pool: pg.Pool, workerId: string, items: { job: ClaimedJob; req: FinishRequest }[], beginLeaseMs?: number, lazyTypes: readonly string[] = [],
+): Promise<FinishResult[]> {
+  const body = items.map(({ job, req }) => ({ job: job.id, result: finishBody(req, beginLeaseMs, lazyTypes) }))
   const { rows } = await pool.query({ name: 'kiln_finish_nodes', text: 'SELECT kiln_finish_nodes($1, $2) AS out', values: [workerId, JSON.stringify(body)] })
   const outs = rows[0].out as Json[]
   const results: FinishResult[] = []
@@ -109,7 +112,11 @@ export async function finishNodes(pool: pg.Pool, workerId: string, items: { job:
   return results
 }
 
-function finishBody(req: FinishRequest, beginLeaseMs: number | undefined): Json {
+/**
+ * `lazyTypes`: the worker's state-only resource types; a finish whose rows are
+ * all of them commits without waiting for the disk (kiln_commit_lazily).
+ */
+function finishBody(req: FinishRequest, beginLeaseMs: number | undefined, lazyTypes: readonly string[]): Json {
   return {
     ok: req.ok,
     reason: req.reason,
@@ -124,6 +131,7 @@ function finishBody(req: FinishRequest, beginLeaseMs: number | undefined): Json 
     event_data: req.eventData ?? {},
     ...(req.inProgressEvent ? { in_progress_event: req.inProgressEvent } : {}),
     ...(req.claim && beginLeaseMs ? { begin_lease_ms: beginLeaseMs } : {}),
+    ...(lazyTypes.length ? { lazy_types: lazyTypes } : {}),
   }
 }
 

@@ -20,11 +20,13 @@ export async function claimJobs(pool: pg.Pool, workerId: string, limit: number):
  * Claim up to `limit` available jobs and begin each node job in the same
  * transaction (kiln_claim_jobs): a queued node costs one round trip before its
  * action. A job whose begin would have had to wait comes back without `begun`
- * and is begun on its own.
+ * and is begun on its own. `lazyTypes` (the worker's state-only resource types):
+ * a claim that locked only rows of these commits without waiting for the disk.
  */
-export async function claimAndBeginJobs(pool: pg.Pool, workerId: string, limit: number, leaseMs: number): Promise<ClaimedJob[]> {
+export async function claimAndBeginJobs(pool: pg.Pool, workerId: string, limit: number, leaseMs: number, lazyTypes: readonly string[] = []): Promise<ClaimedJob[]> {
   if (limit <= 0) return []
-  const { rows } = await pool.query({ name: 'kiln_claim_jobs', text: 'SELECT kiln_claim_jobs($1, $2, $3) AS out', values: [workerId, limit, leaseMs] })
+  const lazy = lazyTypes.length ? JSON.stringify(lazyTypes) : null
+  const { rows } = await pool.query({ name: 'kiln_claim_jobs', text: 'SELECT kiln_claim_jobs($1, $2, $3, $4) AS out', values: [workerId, limit, leaseMs, lazy] })
   const out = rows[0].out as { jobs: { job: Record<string, unknown>; begun: unknown }[]; settle: { stack_id: string; traversal_id: string }[] }
   for (const s of out.settle) await settleTraversal(pool, s.stack_id, s.traversal_id)
   return out.jobs.map(({ job, begun }) => claimedWithBegin(job, begun)).sort((a, b) => a.id - b.id)

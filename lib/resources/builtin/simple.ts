@@ -5,6 +5,7 @@ import { ResourceActionError, type PropertySchema, type ResourceType } from '../
 /** Stands in for any type (map a type to it in resource_registry): accepts any property, does nothing. */
 export const noneResource: ResourceType = {
   name: 'OS::Heat::None',
+  stateOnly: true,
   description: 'Does nothing; accepts any properties and returns null for any attribute.',
   properties: {},
   attributes: {},
@@ -53,6 +54,7 @@ function convertValue(value: unknown, type: string | undefined): unknown {
 
 export const valueResource: ResourceType = {
   name: 'OS::Heat::Value',
+  stateOnly: true,
   description: 'Holds a value (optionally converted to a parameter type) for other resources and outputs to use.',
   properties: {
     value: { type: 'any', required: true, updateAllowed: true, description: 'The expression to hold.' },
@@ -117,6 +119,7 @@ export function randomString(props: Record<string, unknown>): string {
 
 export const randomStringResource: ResourceType = {
   name: 'OS::Heat::RandomString',
+  stateOnly: true,
   description: 'A random string, generated once at create; any property change generates a new one (replacement).',
   properties: {
     length: { type: 'integer', default: 32, constraints: [{ range: { min: 1, max: 512 } }], description: 'Length of the string.' },

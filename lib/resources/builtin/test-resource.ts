@@ -49,6 +49,7 @@ function replaceReason(props: Record<string, unknown>): string | null {
 
 export const testResource: ResourceType = {
   name: 'OS::Heat::TestResource',
+  stateOnly: true,
   description: 'A resource that waits, fails or asks to be replaced on demand, for testing stacks.',
   properties,
   attributes: { output: { description: 'The string that was stored (the value property).', type: 'string' } },
