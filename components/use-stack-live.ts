@@ -206,12 +206,18 @@ export function useStackLive(stackId: string): StackLive {
       l.queue.push(...msg.events)
       if (!l.frame) l.frame = requestAnimationFrame(flush)
     }
+    // Steps lost in a database crash: the numbers after `lastSeq` will be used again.
+    const onResync = (msg: { stackId: string }) => {
+      if (msg.stackId === stackId) void refetch()
+    }
     socket.on('stack:events', onEvents as never)
+    socket.on('stack:resync', onResync)
     socket.on('connect', subscribe)
     if (socket.connected) subscribe()
     else void refetch()
     return () => {
       socket.off('stack:events', onEvents as never)
+      socket.off('stack:resync', onResync)
       socket.off('connect', subscribe)
       socket.emit('stack:unsubscribe', stackId)
       if (l.frame) cancelAnimationFrame(l.frame)

@@ -107,6 +107,11 @@ export async function watchStack(client: KilnClient, stackId: string, opts: Watc
       })
     })
     socket.on('stack:events', (_msg: { events: StackEventMessage[] }) => void check())
+    // Steps lost in a database crash: their numbers are used again, so read on from there.
+    socket.on('stack:resync', (msg: { lastSeq: number }) => {
+      lastSeq = Math.min(lastSeq, msg.lastSeq)
+      void check()
+    })
     socket.on('connect_error', () => {
       if (timers.length < 2) {
         print('no live stream; refreshing every 2 s')

@@ -86,6 +86,25 @@ export function startBridge(opts: { url: string; pool: pg.Pool; rooms: RoomEmitt
     }
   }
 
+  /**
+   * After the connection to PostgreSQL was lost: a stack whose last event is
+   * older than the last one sent lost steps in a database crash (lazy commits;
+   * their numbers will be used again). Serve it from what is there, and tell
+   * its room to refetch.
+   */
+  async function rewind() {
+    if (!lastSeq.size) return
+    const { rows } = await opts.pool.query(`SELECT id, kiln_last_seq(id) AS seq FROM stack WHERE id = ANY($1::uuid[])`, [[...lastSeq.keys()]])
+    for (const r of rows) {
+      const stackId = String(r.id)
+      const have = Number(r.seq)
+      if (have >= (lastSeq.get(stackId) ?? 0)) continue
+      opts.log.warn(`event bridge: stack ${stackId} has events up to ${have} after ${lastSeq.get(stackId)} were sent (lost in a database crash); rooms refetch`)
+      lastSeq.set(stackId, have)
+      opts.rooms.emit(`stack:${stackId}`, 'stack:resync', { stackId, lastSeq: have })
+    }
+  }
+
   async function connect() {
     const c = new pg.Client({ connectionString: opts.url, application_name: 'kiln-web-events' })
     c.on('notification', (msg) => {
@@ -101,7 +120,8 @@ export function startBridge(opts: { url: string; pool: pg.Pool; rooms: RoomEmitt
       opts.log.warn(`event bridge: LISTEN connection lost; reconnecting in ${delay} ms`)
       setTimeout(() => {
         connect()
-          .then(() => {
+          .then(async () => {
+            await rewind()
             // Anything committed while we were away: re-read every tracked stack.
             for (const id of lastSeq.keys()) dirty.add(id)
             void flush()

@@ -25,6 +25,13 @@ export interface ServerToClientEvents {
   'stack:events': (msg: { stackId: string; events: StackEventMessage[] }) => void
   /** Stack-level changes of the project (for the stacks list). */
   'project:stack': (msg: StackEventMessage) => void
+  /**
+   * The stack's history is shorter than what the room was sent: a database
+   * crash lost steps that had committed without waiting for the disk (lazy
+   * commits), and their numbers will be handed out again. Refetch; events
+   * after `lastSeq` follow as usual.
+   */
+  'stack:resync': (msg: { stackId: string; lastSeq: number }) => void
 }
 
 export interface ClientToServerEvents {

@@ -1,0 +1,96 @@
+/**
+ * The event bridge (PostgreSQL NOTIFY -> Socket.IO rooms) against a real
+ * database: events are pushed in order, and after a database crash that lost
+ * lazily committed steps (their event numbers will be handed out again) the
+ * bridge tells the room to refetch and serves the reused numbers.
+ */
+import { afterAll, beforeAll, expect, test } from 'vitest'
+import { createLogger } from '../../lib/logger'
+import { startBridge, type Bridge } from '../../lib/realtime/bridge'
+import { TestCluster } from '../helpers/cluster'
+import { testDatabase, type TestDatabase } from '../helpers/db'
+
+let db: TestDatabase
+let c: TestCluster
+beforeAll(async () => {
+  db = await testDatabase()
+  c = await TestCluster.start(db.url, { workers: 0 })
+})
+afterAll(async () => {
+  await c?.stop()
+  await db?.drop()
+})
+
+interface Sent {
+  room: string
+  event: string
+  payload: { stackId: string; lastSeq?: number; events?: { seq: number; reason: string }[] }
+}
+
+/** A bridge whose rooms are all watched; `until` resolves once a sent message matches. */
+function recordingBridge(): { bridge: Bridge; sent: Sent[]; until(match: (m: Sent) => boolean, what: string): Promise<Sent> } {
+  const sent: Sent[] = []
+  const waiters = new Set<() => void>()
+  const bridge = startBridge({
+    url: db.url,
+    pool: c.db.pool,
+    log: createLogger({ level: 'silent' }),
+    rooms: {
+      watched: () => true,
+      emit: (room, event, payload) => {
+        sent.push({ room, event, payload: payload as Sent['payload'] })
+        for (const w of waiters) w()
+      },
+    },
+  })
+  const until = (match: (m: Sent) => boolean, what: string) =>
+    new Promise<Sent>((resolve, reject) => {
+      const check = () => {
+        const hit = sent.find(match)
+        if (!hit) return
+        waiters.delete(check)
+        clearTimeout(timer)
+        resolve(hit)
+      }
+      // Timer reason: a test must fail rather than hang when the message never comes.
+      const timer = setTimeout(() => {
+        waiters.delete(check)
+        reject(new Error(`timed out waiting for ${what}; sent: ${JSON.stringify(sent)}`))
+      }, 10_000)
+      waiters.add(check)
+      check()
+    })
+  return { bridge, sent, until }
+}
+
+const emit = (stackId: string, reasons: string[]) =>
+  c.db.pool.query('SELECT kiln_emit($1, $2)', [stackId, JSON.stringify(reasons.map((reason) => ({ kind: 'node', resource_name: 'x', reason, data: {} })))])
+
+const seqsOf = (sent: Sent[], stackId: string) =>
+  sent.filter((m) => m.event === 'stack:events' && m.payload.stackId === stackId).flatMap((m) => m.payload.events!.map((e) => `${e.seq}:${e.reason}`))
+
+test('after a crash lost steps, the room is told to refetch and the reused numbers are served', async () => {
+  const res = await c.services.create(c.actor, { name: 'bridge-rewind', template: 'heat_template_version: 2018-08-31\nresources:\n  x: {type: OS::Heat::None}\n' })
+  const stackId = res.stack.id
+  const { bridge, sent, until } = recordingBridge()
+  try {
+    // The LISTEN connection is opened in the background; track() reads through the pool.
+    await c.waitFor(async () => (await c.db.pool.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'kiln-web-events' AND datname = current_database()`)).rows[0].n === 1, 10_000, 'the bridge to LISTEN', 50)
+    const m = await bridge.track(stackId)
+    await emit(stackId, ['one', 'two', 'three'])
+    await until(() => seqsOf(sent, stackId).length === 3, 'three events')
+    expect(seqsOf(sent, stackId)).toEqual([`${m + 1}:one`, `${m + 2}:two`, `${m + 3}:three`])
+
+    // A crash lost the last two steps (committed without waiting for the disk), and the bridge's connection with them.
+    await c.db.pool.query('DELETE FROM event WHERE stack_id = $1 AND seq > $2', [stackId, m + 1])
+    await c.db.pool.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'kiln-web-events' AND datname = current_database()`)
+    const resync = await until((s) => s.event === 'stack:resync', 'a resync')
+    expect(resync).toMatchObject({ room: `stack:${stackId}`, payload: { stackId, lastSeq: m + 1 } })
+
+    // The re-run's events reuse the lost numbers, and reach the room.
+    await emit(stackId, ['two again'])
+    await until(() => seqsOf(sent, stackId).includes(`${m + 2}:two again`), 'the re-run event')
+  } finally {
+    await bridge.close()
+  }
+})
