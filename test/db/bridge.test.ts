@@ -4,22 +4,16 @@
  * lazily committed steps (their event numbers will be handed out again) the
  * bridge tells the room to refetch and serves the reused numbers.
  */
-import { afterAll, beforeAll, expect, test } from 'vitest'
+import { expect, test } from 'vitest'
 import { createLogger } from '../../lib/logger'
 import { startBridge, type Bridge } from '../../lib/realtime/bridge'
-import { TestCluster } from '../helpers/cluster'
-import { testDatabase, type TestDatabase } from '../helpers/db'
+import type { TestCluster } from '../helpers/cluster'
+import type { TestDatabase } from '../helpers/db'
+import { workerlessCluster } from '../helpers/workerless'
 
 let db: TestDatabase
 let c: TestCluster
-beforeAll(async () => {
-  db = await testDatabase()
-  c = await TestCluster.start(db.url, { workers: 0 })
-})
-afterAll(async () => {
-  await c?.stop()
-  await db?.drop()
-})
+workerlessCluster((d, cl) => ((db = d), (c = cl)))
 
 interface Sent {
   room: string

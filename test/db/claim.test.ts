@@ -7,23 +7,17 @@
  */
 import crypto from 'node:crypto'
 import pg from 'pg'
-import { afterAll, beforeAll, expect, test } from 'vitest'
+import { expect, test } from 'vitest'
 import { beginNode } from '../../lib/db/queries/node'
 import { claimAndBeginJobs } from '../../lib/db/queries/queue'
 import { registerWorker } from '../../lib/db/queries/workers'
-import { TestCluster } from '../helpers/cluster'
-import { testDatabase, type TestDatabase } from '../helpers/db'
+import type { TestCluster } from '../helpers/cluster'
+import type { TestDatabase } from '../helpers/db'
+import { workerlessCluster } from '../helpers/workerless'
 
 let db: TestDatabase
 let c: TestCluster
-beforeAll(async () => {
-  db = await testDatabase()
-  c = await TestCluster.start(db.url, { workers: 0 })
-})
-afterAll(async () => {
-  await c?.stop()
-  await db?.drop()
-})
+workerlessCluster((d, cl) => ((db = d), (c = cl)))
 
 const LEASE_MS = 60_000
 const TEMPLATE = 'heat_template_version: 2018-08-31\nresources:\n  a: {type: OS::Heat::None}\n  b: {type: OS::Heat::None}\n'

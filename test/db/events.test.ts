@@ -1,19 +1,11 @@
 /** The event history limit (KILN_MAX_EVENTS_PER_STACK): the oldest events go, what is left stays gap-free. */
-import { afterAll, beforeAll, expect, test } from 'vitest'
+import { expect, test } from 'vitest'
 import { pruneEvents } from '../../lib/db/queries/workers'
-import { TestCluster } from '../helpers/cluster'
-import { testDatabase, type TestDatabase } from '../helpers/db'
+import type { TestCluster } from '../helpers/cluster'
+import { workerlessCluster } from '../helpers/workerless'
 
-let db: TestDatabase
 let c: TestCluster
-beforeAll(async () => {
-  db = await testDatabase()
-  c = await TestCluster.start(db.url, { workers: 0 })
-})
-afterAll(async () => {
-  await c?.stop()
-  await db?.drop()
-})
+workerlessCluster((_db, cl) => (c = cl))
 
 test('pruneEvents keeps the newest N events of each stack over the limit, contiguous, and leaves others alone', async () => {
   const big = (await c.services.create(c.actor, { name: 'many-events', template: 'heat_template_version: 2018-08-31\nresources: {}\n' })).stack.id

@@ -8,25 +8,19 @@
  */
 import crypto from 'node:crypto'
 import pg from 'pg'
-import { afterAll, beforeAll, expect, test } from 'vitest'
+import { expect, test } from 'vitest'
 import { finishNode, finishNodes } from '../../lib/db/queries/node'
 import { claimAndBeginJobs } from '../../lib/db/queries/queue'
 import { registerWorker } from '../../lib/db/queries/workers'
 import { FinishBatcher } from '../../lib/db/finish-batcher'
 import type { ClaimedJob } from '../../lib/engine/ports'
-import { TestCluster } from '../helpers/cluster'
-import { testDatabase, type TestDatabase } from '../helpers/db'
+import type { TestCluster } from '../helpers/cluster'
+import type { TestDatabase } from '../helpers/db'
+import { workerlessCluster } from '../helpers/workerless'
 
 let db: TestDatabase
 let c: TestCluster
-beforeAll(async () => {
-  db = await testDatabase()
-  c = await TestCluster.start(db.url, { workers: 0 })
-})
-afterAll(async () => {
-  await c?.stop()
-  await db?.drop()
-})
+workerlessCluster((d, cl) => ((db = d), (c = cl)))
 
 const LEASE_MS = 60_000
 // b, c and d each need a: finishing a makes all three ready.

@@ -13,22 +13,20 @@ import { claimAndBeginJobs } from '../../lib/db/queries/queue'
 import { registerWorker } from '../../lib/db/queries/workers'
 import type { ClaimedJob, FinishRequest } from '../../lib/engine/ports'
 import { builtinTypes, createRegistry, stateOnlyTypeNames } from '../../lib/resources/registry'
-import { TestCluster } from '../helpers/cluster'
-import { testDatabase, type TestDatabase } from '../helpers/db'
+import type { TestCluster } from '../helpers/cluster'
+import type { TestDatabase } from '../helpers/db'
+import { workerlessCluster } from '../helpers/workerless'
 
 let db: TestDatabase
 let c: TestCluster
+workerlessCluster((d, cl) => ((db = d), (c = cl)))
 // One connection: BEGIN, the engine call, the setting and COMMIT share it.
 let one: pg.Pool
-beforeAll(async () => {
-  db = await testDatabase()
-  c = await TestCluster.start(db.url, { workers: 0 })
+beforeAll(() => {
   one = new pg.Pool({ connectionString: db.url, max: 1 })
 })
 afterAll(async () => {
   await one?.end()
-  await c?.stop()
-  await db?.drop()
 })
 
 const LEASE_MS = 60_000

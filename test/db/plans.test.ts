@@ -8,24 +8,18 @@
  */
 import crypto from 'node:crypto'
 import pg from 'pg'
-import { afterAll, beforeAll, expect, test } from 'vitest'
+import { expect, test } from 'vitest'
 import { finishNode } from '../../lib/db/queries/node'
 import { claimAndBeginJobs } from '../../lib/db/queries/queue'
 import { registerWorker } from '../../lib/db/queries/workers'
 import type { ClaimedJob } from '../../lib/engine/ports'
-import { TestCluster } from '../helpers/cluster'
-import { testDatabase, type TestDatabase } from '../helpers/db'
+import type { TestCluster } from '../helpers/cluster'
+import type { TestDatabase } from '../helpers/db'
+import { workerlessCluster } from '../helpers/workerless'
 
 let db: TestDatabase
 let c: TestCluster
-beforeAll(async () => {
-  db = await testDatabase()
-  c = await TestCluster.start(db.url, { workers: 0 })
-})
-afterAll(async () => {
-  await c?.stop()
-  await db?.drop()
-})
+workerlessCluster((d, cl) => ((db = d), (c = cl)))
 
 const ENTRY_POINTS = ['kiln_begin_node', 'kiln_claim_jobs', 'kiln_finish_node', 'kiln_finish_nodes', 'kiln_replace_node', 'kiln_mark_in_progress', 'kiln_node_progress', 'kiln_settle', 'kiln_heartbeat']
 

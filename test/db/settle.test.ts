@@ -7,25 +7,17 @@
  * what the test calls.
  */
 import crypto from 'node:crypto'
-import { afterAll, beforeAll, expect, test } from 'vitest'
+import { expect, test } from 'vitest'
 import { claimJobs } from '../../lib/db/queries/queue'
 import { loadTraversal } from '../../lib/db/queries/traversal'
 import { registerWorker, sweep } from '../../lib/db/queries/workers'
 import { indexGraph } from '../../lib/engine/graph'
 import { parseNodeId, nodeId } from '../../lib/engine/types'
-import { TestCluster } from '../helpers/cluster'
-import { testDatabase, type TestDatabase } from '../helpers/db'
+import type { TestCluster } from '../helpers/cluster'
+import { workerlessCluster } from '../helpers/workerless'
 
-let db: TestDatabase
 let c: TestCluster
-beforeAll(async () => {
-  db = await testDatabase()
-  c = await TestCluster.start(db.url, { workers: 0 })
-})
-afterAll(async () => {
-  await c?.stop()
-  await db?.drop()
-})
+workerlessCluster((_db, cl) => (c = cl))
 
 const LEASE_MS = 60_000
 
