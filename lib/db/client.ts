@@ -70,6 +70,15 @@ export function createDb(url: string, opts: DbOptions = {}): Db {
 /** Run `fn` in a transaction on one pooled client (BEGIN … COMMIT, ROLLBACK on error). */
 export async function withTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect()
+  // A connection lost between the transaction's statements (a database restart)
+  // is reported as an 'error' event, which would end the process unheard (the
+  // pool listens only to idle clients); the next statement fails with it anyway.
+  // The broken client is then destroyed, not returned to the pool.
+  let lost: Error | undefined
+  const onError = (err: Error) => {
+    lost = err
+  }
+  client.on('error', onError)
   try {
     await client.query('BEGIN')
     const out = await fn(client)
@@ -79,7 +88,8 @@ export async function withTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClie
     await client.query('ROLLBACK').catch(() => {})
     throw err
   } finally {
-    client.release()
+    client.off('error', onError)
+    client.release(lost)
   }
 }
 
