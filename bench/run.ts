@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- --json] [--shapes chain,layered] [--sizes 100,1000] [--delays 0,0.2] [--workers 2] [--concurrency 64] [--phases create,update,replace,delete] [--profile] [--durable] [--repeat 1] [--pg name=value ...]`
+ * `npm run bench [-- --json] [--shapes chain,layered] [--sizes 100,1000] [--delays 0,0.2] [--workers 2] [--concurrency 64] [--phases create,update,replace,delete] [--profile] [--durable] [--watched] [--repeat 1] [--pg name=value ...]`
  *
  * --repeat k runs each shape k times and reports the median wall time (with the
  * range): this machine's speed varies by tens of percent from minute to minute.
@@ -10,6 +10,10 @@
  * database of DATABASE_URL (emptied first!). Prints wall seconds, ms per
  * resource, nodes per second, wall / critical path, and database
  * transactions per graph node.
+ *
+ * --watched follows every stack's events the way a web server with the stack
+ * open in a browser does (an event_watch row), so each step also sends its
+ * NOTIFY; without it nobody watches, as for CLI and CI runs.
  *
  * --profile (embedded PostgreSQL only) runs a separate cluster with
  * pg_stat_statements (nested statements included) and prints, after each
@@ -23,6 +27,7 @@ import { startEmbeddedPostgres } from '../lib/db/embedded'
 import { ensureDatabase } from '../lib/db/bootstrap'
 import { applyMigrations } from '../lib/db/migrate'
 import { createDb } from '../lib/db/client'
+import { ALL_STACKS, watchStackEvents } from '../lib/db/queries/watch'
 import { builtinTypes, createRegistry, typeCatalog } from '../lib/resources/registry'
 import { createStackService } from '../lib/services/stacks'
 import { benchTemplate, criticalPathNodes, type Shape } from './shapes'
@@ -39,6 +44,7 @@ interface Args {
   profile: boolean
   /** every step waits for the disk, lazy commits off (KILN_LAZY_COMMITS=false) */
   durable: boolean
+  watched: boolean
   /** runs per shape; the summary gives the median */
   repeat: number
   /** extra settings for the embedded cluster (--pg name=value, repeatable), for experiments */
@@ -59,6 +65,7 @@ function parseArgs(argv: string[]): Args {
     concurrency: Number(get('--concurrency') ?? 64),
     profile: argv.includes('--profile'),
     durable: argv.includes('--durable'),
+    watched: argv.includes('--watched'),
     repeat: Math.max(1, Number(get('--repeat') ?? 1)),
     pgSettings: Object.fromEntries(
       argv.flatMap((a, i) => {
@@ -110,7 +117,7 @@ async function main() {
   await applyMigrations(url)
   const db = createDb(url, { max: 4 })
   if (args.profile) await db.pool.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements')
-  await db.pool.query(`TRUNCATE stack, project, worker, job CASCADE`)
+  await db.pool.query(`TRUNCATE stack, project, worker, job, event_watch CASCADE`)
   const { rows } = await db.pool.query(`INSERT INTO project (name) VALUES ('bench') RETURNING id`)
   const actor = { projectId: rows[0].id as string, name: 'bench' }
   const registry = createRegistry(builtinTypes())
@@ -129,8 +136,15 @@ async function main() {
   await listener.connect()
   // kiln_stack: one notification when a stack's operation ends (not one per event).
   await listener.query('LISTEN kiln_stack')
+  if (args.watched) {
+    // A follower of every stack's events, as a web server with the stacks open: each step NOTIFYs.
+    await listener.query('LISTEN kiln_events')
+    await watchStackEvents(db.pool, crypto.randomUUID(), [ALL_STACKS], 24 * 3600_000)
+  }
   let wake: (() => void) | null = null
-  listener.on('notification', () => wake?.())
+  listener.on('notification', (m) => {
+    if (m.channel === 'kiln_stack') wake?.()
+  })
 
   const waitDone = async (stackId: string): Promise<string> => {
     for (;;) {

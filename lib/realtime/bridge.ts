@@ -4,8 +4,15 @@
  * transaction. Each web server LISTENs, reads the new rows of the stacks its
  * clients watch (seq > last sent), and emits them, in order, to the stack's
  * room. Several web servers each do this for their own clients.
+ *
+ * A step notifies only for a stack somebody watches (event_watch): the bridge
+ * watches each stack it serves (kiln_watch_events), renews the watches on a
+ * timer, and re-reads its stacks then, so a watch that lapsed (the database
+ * unreachable for longer than its life) delays events, never loses them.
  */
+import crypto from 'node:crypto'
 import pg from 'pg'
+import { watchStackEvents } from '../db/queries/watch'
 import type { Logger } from '../logger'
 import type { StackEventMessage } from './contracts'
 
@@ -41,6 +48,10 @@ export function rowToMessage(r: Record<string, unknown>): StackEventMessage {
   }
 }
 
+/** How long a watch lives without renewal, and how often the bridge renews. */
+const WATCH_TTL_MS = 60_000
+const WATCH_RENEW_MS = 20_000
+
 export function startBridge(opts: { url: string; pool: pg.Pool; rooms: RoomEmitter; log: Logger }): Bridge {
   const lastSeq = new Map<string, number>()
   const projectOf = new Map<string, string>()
@@ -50,6 +61,18 @@ export function startBridge(opts: { url: string; pool: pg.Pool; rooms: RoomEmitt
   let client: pg.Client | null = null
   let backoff = 0
   let delivered = 0
+  const watcher = crypto.randomUUID()
+
+  /** Renew the watches of every served stack and re-read them (anything a lapsed watch did not announce). */
+  async function renew() {
+    if (!lastSeq.size || closed) return
+    await watchStackEvents(opts.pool, watcher, [...lastSeq.keys()], WATCH_TTL_MS)
+    for (const id of lastSeq.keys()) dirty.add(id)
+    void flush()
+  }
+  // Timer reason: a watch expires unless renewed (so a web server that went away stops costing NOTIFYs).
+  const renewTimer = setInterval(() => void renew().catch((err) => opts.log.warn(`event bridge: renewing watches: ${(err as Error).message}`)), WATCH_RENEW_MS)
+  renewTimer.unref()
 
   async function flush() {
     if (flushing) return
@@ -122,9 +145,8 @@ export function startBridge(opts: { url: string; pool: pg.Pool; rooms: RoomEmitt
         connect()
           .then(async () => {
             await rewind()
-            // Anything committed while we were away: re-read every tracked stack.
-            for (const id of lastSeq.keys()) dirty.add(id)
-            void flush()
+            // Anything committed while we were away: watch again and re-read every tracked stack.
+            await renew()
           })
           .catch(retry)
       }, delay).unref()
@@ -144,9 +166,10 @@ export function startBridge(opts: { url: string; pool: pg.Pool; rooms: RoomEmitt
       return delivered
     },
     async track(stackId: string) {
-      const { rows } = await opts.pool.query(`SELECT kiln_last_seq(id) AS last_seq, project_id FROM stack WHERE id = $1`, [stackId])
-      const seq = Number(rows[0]?.last_seq ?? 0)
+      const { rows } = await opts.pool.query(`SELECT project_id FROM stack WHERE id = $1`, [stackId])
       if (rows[0]) projectOf.set(stackId, String(rows[0].project_id))
+      // Watched first: every event after the number it returns is announced.
+      const seq = (await watchStackEvents(opts.pool, watcher, [stackId], WATCH_TTL_MS)).get(stackId) ?? 0
       // A stack already served keeps its position: moving it back would send events the
       // room's other members already have (found by the load suite). The new member
       // fetches anything up to the returned seq over REST.
@@ -155,6 +178,7 @@ export function startBridge(opts: { url: string; pool: pg.Pool; rooms: RoomEmitt
     },
     async close() {
       closed = true
+      clearInterval(renewTimer)
       const c = client
       client = null
       await c?.end().catch(() => {})

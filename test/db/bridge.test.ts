@@ -2,9 +2,13 @@
  * The event bridge (PostgreSQL NOTIFY -> Socket.IO rooms) against a real
  * database: events are pushed in order, and after a database crash that lost
  * lazily committed steps (their event numbers will be handed out again) the
- * bridge tells the room to refetch and serves the reused numbers.
+ * bridge tells the room to refetch and serves the reused numbers. Steps
+ * notify only for watched stacks, and a watch taken while a step numbers
+ * events counts that step in.
  */
+import pg from 'pg'
 import { expect, test } from 'vitest'
+import { ALL_STACKS, watchStackEvents } from '../../lib/db/queries/watch'
 import { createLogger } from '../../lib/logger'
 import { startBridge, type Bridge } from '../../lib/realtime/bridge'
 import type { TestCluster } from '../helpers/cluster'
@@ -86,5 +90,95 @@ test('after a crash lost steps, the room is told to refetch and the reused numbe
     await until(() => seqsOf(sent, stackId).includes(`${m + 2}:two again`), 'the re-run event')
   } finally {
     await bridge.close()
+  }
+})
+
+/** A LISTEN kiln_events connection; `drain()` returns what arrived up to a marker sent now (delivery follows commit order). */
+async function eventListener() {
+  const client = new pg.Client({ connectionString: db.url })
+  const got: string[] = []
+  let wake = () => {}
+  client.on('notification', (m) => {
+    got.push(m.payload ?? '')
+    wake()
+  })
+  await client.connect()
+  await client.query('LISTEN kiln_events')
+  const until = async (payload: string) => {
+    // Timer reason: fail rather than hang if it never comes.
+    const deadline = Date.now() + 10_000
+    while (!got.includes(payload)) {
+      if (Date.now() > deadline) throw new Error(`no NOTIFY ${payload}; got ${JSON.stringify(got)}`)
+      await new Promise<void>((r) => {
+        wake = r
+        setTimeout(r, 1000)
+      })
+    }
+  }
+  return {
+    async drain(): Promise<string[]> {
+      const marker = `marker-${got.length}-${Math.random()}`
+      await c.db.pool.query(`SELECT pg_notify('kiln_events', $1)`, [marker])
+      await until(marker)
+      return got.splice(0).filter((p) => p !== marker)
+    },
+    until,
+    close: () => client.end(),
+  }
+}
+
+test('a step notifies only for a watched stack; a watch taken while a step numbers events waits for it and counts it in', async () => {
+  const res = await c.services.create(c.actor, { name: 'bridge-watch', template: 'heat_template_version: 2018-08-31\nresources:\n  x: {type: OS::Heat::None}\n' })
+  const stackId = res.stack.id
+  // This file's cluster follows every stack; take that away for the test.
+  await c.db.pool.query(`DELETE FROM event_watch`)
+  const listener = await eventListener()
+  const stepper = new pg.Client({ connectionString: db.url })
+  await stepper.connect()
+  try {
+    await emit(stackId, ['nobody watches'])
+    expect(await listener.drain()).toEqual([])
+
+    // A step numbers events (holding the stack's event lock) before anybody watches: it will not notify.
+    await stepper.query('BEGIN')
+    await stepper.query('SELECT kiln_emit($1, $2)', [stackId, JSON.stringify([{ kind: 'node', resource_name: 'x', reason: 'in flight', data: {} }])])
+    const watching = watchStackEvents(c.db.pool, crypto.randomUUID(), [stackId], 60_000)
+    await c.waitFor(
+      async () => (await c.db.pool.query(`SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`)).rows[0].n === 1,
+      10_000,
+      'the watch to wait for the step',
+      20,
+    )
+    await stepper.query('COMMIT')
+    const seqs = await watching
+    const last = Number((await c.db.pool.query(`SELECT max(seq) AS m FROM event WHERE stack_id = $1`, [stackId])).rows[0].m)
+    // The number returned covers the step that did not notify: a subscriber fetches it over REST.
+    expect(seqs.get(stackId)).toBe(last)
+    expect(await listener.drain()).toEqual([])
+
+    await emit(stackId, ['watched'])
+    expect(await listener.drain()).toEqual([stackId])
+
+    // A watch that ran out is no watch.
+    await c.db.pool.query(`UPDATE event_watch SET expires_at = now() - interval '1 second'`)
+    await emit(stackId, ['lapsed'])
+    expect(await listener.drain()).toEqual([])
+
+    // The bridge watches what it serves.
+    const { bridge, sent, until } = recordingBridge()
+    try {
+      await c.waitFor(async () => (await c.db.pool.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'kiln-web-events' AND datname = current_database()`)).rows[0].n === 1, 10_000, 'the bridge to LISTEN', 50)
+      const m = await bridge.track(stackId)
+      expect(m).toBe(last + 2)
+      await emit(stackId, ['served'])
+      await until(() => seqsOf(sent, stackId).includes(`${m + 1}:served`), 'the served event')
+      expect(await listener.drain()).toEqual([stackId])
+    } finally {
+      await bridge.close()
+    }
+  } finally {
+    await stepper.end()
+    await listener.close()
+    await watchStackEvents(c.db.pool, c.watcher, [ALL_STACKS], 24 * 3600_000)
   }
 })

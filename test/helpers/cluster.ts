@@ -11,6 +11,7 @@ import path from 'node:path'
 import pg from 'pg'
 import { childEnv } from '../../lib/env'
 import { createDb, type Db } from '../../lib/db/client'
+import { ALL_STACKS, watchStackEvents } from '../../lib/db/queries/watch'
 import { builtinTypes, createRegistry, typeCatalog } from '../../lib/resources/registry'
 import { createStackService, type Actor, type StackService } from '../../lib/services/stacks'
 
@@ -72,9 +73,13 @@ export class TestCluster {
     this.listener = client
     await client.connect()
     await client.query('LISTEN kiln_events')
+    // Steps notify only for watched stacks: this harness follows them all (for its life, at most a day).
+    await watchStackEvents(client, this.watcher, [ALL_STACKS], 24 * 3600_000)
   }
 
   private stopping = false
+  /** Its all-stacks watch (see listenForEvents). */
+  readonly watcher = crypto.randomUUID()
 
   private notify() {
     for (const w of this.waiters) w()
