@@ -13,7 +13,7 @@ import { finishNode, finishNodes } from '../../lib/db/queries/node'
 import { claimAndBeginJobs } from '../../lib/db/queries/queue'
 import { registerWorker } from '../../lib/db/queries/workers'
 import { FinishBatcher } from '../../lib/db/finish-batcher'
-import type { ClaimedJob } from '../../lib/engine/ports'
+import type { ClaimedJob, FinishRequest } from '../../lib/engine/ports'
 import type { TestCluster } from '../helpers/cluster'
 import type { TestDatabase } from '../helpers/db'
 import { workerlessCluster } from '../helpers/workerless'
@@ -157,6 +157,25 @@ resources:
   expect(claimed).toHaveLength(1)
   const { rows: queued } = await c.db.pool.query(`SELECT resource_id FROM job WHERE stack_id = $1 AND locked_by IS NULL`, [res.stack.id])
   expect(queued.map((q) => Number(q.resource_id))).toEqual([id.c, id.d].filter((r) => r !== claimed[0]!.resourceId))
+})
+
+test("a batch counts the traversal's roots down once, and the batch that reaches zero settles the stack", async () => {
+  const { worker, res, jobs } = await claimedStack('batch-roots', `heat_template_version: 2018-08-31
+resources:
+  a: {type: OS::Heat::None}
+  b: {type: OS::Heat::None}
+  c: {type: OS::Heat::None}
+`)
+  expect(jobs).toHaveLength(3)
+  const root: FinishRequest = { ok: true, successors: [], isRoot: true, claim: false }
+  const status = async () =>
+    (await c.db.pool.query(`SELECT s.status, t.roots_pending FROM stack s JOIN traversal t ON t.id = s.current_traversal_id WHERE s.id = $1`, [res.stack.id])).rows[0]
+  const first = await finishNodes(c.db.pool, worker, jobs.slice(0, 2).map((job) => ({ job, req: root })), LEASE_MS)
+  expect(first.map((r) => r.outcome)).toEqual(['ok', 'ok'])
+  expect(await status()).toEqual({ status: 'IN_PROGRESS', roots_pending: 1 })
+  const last = await finishNodes(c.db.pool, worker, jobs.slice(2).map((job) => ({ job, req: root })), LEASE_MS)
+  expect(last.map((r) => r.outcome)).toEqual(['ok'])
+  expect(await status()).toEqual({ status: 'COMPLETE', roots_pending: 0 })
 })
 
 test('a worker sends the finishes that are ready together as one call once two are in flight', async () => {
