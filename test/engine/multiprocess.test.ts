@@ -116,6 +116,33 @@ describe('several worker processes', () => {
     }
   })
 
+  test("an update's cleanup nodes with nothing to do are completed in the step that makes them ready; a replaced row's cleanup still runs in a worker", async () => {
+    const res = await c.services.create(c.actor, { name: 'cleanup-inline', template: chain(4, 'a', 0) })
+    expect(await c.settle(res.stack.id)).toBe('CREATE_COMPLETE')
+    const cleanupEvents = async (traversalId: string) =>
+      (await c.db.pool.query(
+        `SELECT resource_name, kind, data->>'state' AS state, coalesce((data->>'inline')::boolean, false) AS inline
+           FROM event WHERE traversal_id = $1 AND data->>'update' = 'false' AND data->>'state' IN ('RUNNING', 'DONE') ORDER BY seq`,
+        [traversalId],
+      )).rows.map((e) => `${e.resource_name}:${e.kind}:${e.state}:${e.inline}`)
+
+    // In place: every row ends at the new template, so each cleanup node is a no-op — done inline, never RUNNING in a worker.
+    const up = await c.services.update(c.actor, res.stack.id, { template: chain(4, 'b', 0) })
+    expect(await c.settle(res.stack.id)).toBe('UPDATE_COMPLETE')
+    expect((await cleanupEvents(up.traversalId!)).sort()).toEqual(['r0', 'r1', 'r2', 'r3'].map((n) => `${n}:node:DONE:true`))
+
+    // Replace: the old rows must really be deleted, by a worker.
+    const rep = await c.services.update(c.actor, res.stack.id, { template: chain(4, 'c', 0, { update_replace: true }) })
+    expect(await c.settle(res.stack.id)).toBe('UPDATE_COMPLETE')
+    const replaced = await cleanupEvents(rep.traversalId!)
+    expect(replaced.filter((e) => e.endsWith(':true'))).toEqual([])
+    expect(replaced.filter((e) => e.includes(':resource:RUNNING:'))).toHaveLength(4)
+    const rows = await c.rows(res.stack.id)
+    expect(visibleValues(rows)).toEqual({ r0: 'c-0', r1: 'c-1', r2: 'c-2', r3: 'c-3' })
+    expect(rows.filter((r) => r.action !== 'DELETE')).toHaveLength(4)
+    await expectNoLocks(res.stack.id)
+  })
+
   test('cancel without rollback stops scheduling; in-flight resources finish; the stack is FAILED', async () => {
     const res = await c.services.create(c.actor, { name: 'cancel-plain', template: chain(5, 'a', 0.3) })
     await new Promise((r) => setTimeout(r, 450))

@@ -145,6 +145,16 @@ DECLARE
   v_lazy_types jsonb := p_result->'lazy_types';
   v_lazy boolean;
   v_root_of uuid;
+  v_roots_done int := 0;
+  v_direct int;
+  v_i int;
+  v_from int[];
+  v_from_upd boolean[];
+  v_from_name text[];
+  v_got int;
+  -- No-op cleanup nodes completed in one step at most (each adds to one
+  -- transaction's events; the rest go to a worker, whose finish goes on).
+  v_inline_left int := 64;
 BEGIN
   SELECT * INTO j FROM job WHERE id = p_job;
   IF NOT FOUND OR j.locked_by IS DISTINCT FROM p_worker THEN
@@ -225,11 +235,20 @@ BEGIN
       IF t.failure_reason IS NOT NULL THEN
         v_settle := t.id;
       ELSE
-        FOR i IN 1..coalesce(array_length(v_srids, 1), 0) LOOP
-          v_srid := v_srids[i];
-          v_supd := v_supds[i];
+        -- The reports to make: this node's to its successors, then those of
+        -- no-op cleanup nodes completed below (sender arrays run alongside).
+        v_direct := coalesce(array_length(v_srids, 1), 0);
+        v_from := array_fill(v_key, ARRAY[v_direct]);
+        v_from_upd := array_fill(j.is_update, ARRAY[v_direct]);
+        v_from_name := array_fill(r.name, ARRAY[v_direct]);
+        v_roots_done := CASE WHEN coalesce((p_result->>'is_root')::boolean, false) THEN 1 ELSE 0 END;
+        v_i := 0;
+        WHILE v_i < coalesce(array_length(v_srids, 1), 0) LOOP
+          v_i := v_i + 1;
+          v_srid := v_srids[v_i];
+          v_supd := v_supds[v_i];
           INSERT INTO sync_input (traversal_id, resource_id, is_update, sender_id, sender_is_update, payload)
-          VALUES (t.id, v_srid, v_supd, v_key, j.is_update, CASE WHEN v_supd THEN p_result->'payload' END)
+          VALUES (t.id, v_srid, v_supd, v_from[v_i], v_from_upd[v_i], CASE WHEN v_supd AND v_i <= v_direct THEN p_result->'payload' END)
           ON CONFLICT DO NOTHING;
           CONTINUE WHEN NOT FOUND;
           UPDATE sync_point SET satisfied = satisfied + 1,
@@ -238,6 +257,44 @@ BEGIN
            WHERE traversal_id = t.id AND resource_id = v_srid AND is_update = v_supd
            RETURNING * INTO v_sp;
           CONTINUE WHEN NOT FOUND;
+          IF v_sp.state = 'READY' AND v_sp.satisfied = v_sp.required AND NOT v_supd AND v_inline_left > 0
+             AND v_claim_left > 0 AND v_begin_ms IS NOT NULL AND t.deadline >= now() AND t.action <> 'CHECK' AND v_sp.successors IS NOT NULL THEN
+            -- A cleanup node with nothing to do (its row is at this traversal's
+            -- template, or already deleted: decideCleanup's no-op) is completed
+            -- here, as the worker would (no lock, no action), when its row is free
+            -- and every successor's sync point can be taken without waiting; its
+            -- reports join the queue. An in-place update's cleanup tail then costs
+            -- no round trip per node. Anything else goes the usual way below.
+            SELECT * INTO v_row FROM resource WHERE id = v_srid FOR UPDATE SKIP LOCKED;
+            IF FOUND AND v_row.engine_id IS NULL
+               AND (v_row.current_template_id = t.raw_template_id OR (v_row.action = 'DELETE' AND v_row.status = 'COMPLETE')) THEN
+              SELECT count(*) INTO v_got FROM (
+                SELECT 1 FROM jsonb_array_elements(v_sp.successors) x
+                  JOIN sync_point sp ON sp.traversal_id = t.id AND sp.resource_id = (x->>0)::int AND sp.is_update = (x->>1)::boolean
+                   FOR UPDATE OF sp SKIP LOCKED) z;
+              IF v_got = jsonb_array_length(v_sp.successors) THEN
+                UPDATE sync_point SET state = 'DONE', actor_id = v_srid, updated_at = now()
+                 WHERE traversal_id = t.id AND resource_id = v_srid AND is_update = false;
+                UPDATE resource SET last_traversal_id = t.id WHERE id = v_srid;
+                v_events := v_events || kiln_ev('node', t.id, v_srid, v_row.name, NULL, NULL, NULL,
+                  CASE WHEN v_row.current_template_id = t.raw_template_id THEN 'already at the traversal template' ELSE 'already deleted' END,
+                  jsonb_build_object('rid', v_srid, 'update', false, 'state', 'DONE', 'satisfied', v_sp.satisfied,
+                                     'required', v_sp.required, 'from', v_from_name[v_i], 'inline', true));
+                v_inline_left := v_inline_left - 1;
+                v_got := jsonb_array_length(v_sp.successors);
+                IF v_got = 0 THEN
+                  v_roots_done := v_roots_done + 1;
+                ELSE
+                  SELECT v_srids || array_agg((x->>0)::int), v_supds || array_agg((x->>1)::boolean) INTO v_srids, v_supds
+                    FROM jsonb_array_elements(v_sp.successors) x;
+                  v_from := v_from || array_fill(v_srid, ARRAY[v_got]);
+                  v_from_upd := v_from_upd || array_fill(false, ARRAY[v_got]);
+                  v_from_name := v_from_name || array_fill(v_row.name, ARRAY[v_got]);
+                END IF;
+                CONTINUE;
+              END IF;
+            END IF;
+          END IF;
           IF v_sp.state = 'READY' AND v_sp.satisfied = v_sp.required THEN
             -- The worker continues with it (no queue hop) while it has room, and
             -- it is begun here when nothing stands in the way (the common case:
@@ -272,12 +329,12 @@ BEGIN
           v_ev := kiln_ev('node', t.id, v_srid, NULL, NULL, NULL, NULL,
             CASE WHEN v_sp.state = 'READY' THEN 'ready' ELSE 'input reported' END,
             jsonb_build_object('rid', v_srid, 'update', v_supd, 'state', v_sp.state, 'satisfied', v_sp.satisfied,
-                               'required', v_sp.required, 'from', r.name));
+                               'required', v_sp.required, 'from', v_from_name[v_i]));
           IF v_park THEN v_parked_ev := v_ev; v_park := false; ELSE v_events := v_events || v_ev; END IF;
         END LOOP;
-        IF coalesce((p_result->>'is_root')::boolean, false) THEN
+        IF v_roots_done > 0 THEN
           IF p_emit THEN
-            UPDATE traversal SET roots_pending = roots_pending - 1 WHERE id = t.id RETURNING roots_pending INTO v_pending;
+            UPDATE traversal SET roots_pending = roots_pending - v_roots_done WHERE id = t.id RETURNING roots_pending INTO v_pending;
             IF v_pending = 0 THEN v_settle := t.id; END IF;
           ELSE
             v_root_of := t.id; -- counted down by the batch, once, at its end
@@ -310,7 +367,7 @@ BEGIN
   v_events := v_events || v_begun_events;
   IF NOT p_emit THEN
     RETURN jsonb_build_object('outcome', 'ok', 'claimed', v_claimed, 'queued', v_queued, 'settle', v_settle, 'stack_id', s.id, 'events', v_events,
-                              'lazy', coalesce(v_lazy, false), 'root_of', v_root_of);
+                              'lazy', coalesce(v_lazy, false), 'root_of', v_root_of, 'roots', v_roots_done);
   END IF;
   IF v_lazy THEN PERFORM kiln_commit_lazily(); END IF;
   PERFORM kiln_emit(s.id, v_events);
@@ -391,7 +448,7 @@ BEGIN
     v_budget := v_budget - coalesce(jsonb_array_length(v->'claimed'), 0);
     v_lazy := v_lazy AND coalesce((v->>'lazy')::boolean, false);
     IF v->>'root_of' IS NOT NULL THEN
-      v_roots := v_roots + 1;
+      v_roots := v_roots + (v->>'roots')::int;
       v_root_of := (v->>'root_of')::uuid;
       v_last_root := jsonb_array_length(v_out);
     END IF;
@@ -399,7 +456,7 @@ BEGIN
       v_events := kiln_events_add(v_events, (v->>'stack_id')::uuid, v->'events');
       v_queued := v_queued + (v->>'queued')::int;
     END IF;
-    v_out := v_out || jsonb_build_array(v - 'events' - 'stack_id' - 'lazy' - 'root_of');
+    v_out := v_out || jsonb_build_array(v - 'events' - 'stack_id' - 'lazy' - 'root_of' - 'roots');
   END LOOP;
   IF v_roots > 0 THEN
     UPDATE traversal SET roots_pending = roots_pending - v_roots WHERE id = v_root_of RETURNING roots_pending INTO v_pending;

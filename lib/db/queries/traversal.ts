@@ -158,15 +158,18 @@ async function startInTransaction(client: pg.PoolClient, input: StartTraversalIn
     const rids: number[] = []
     const upd: boolean[] = []
     const required: number[] = []
+    // A cleanup node's successors, for the step that makes it ready (kiln_finish_node completes one with nothing to do).
+    const successors: (string | null)[] = []
     for (const n of graph.nodes) {
       rids.push(n.rid)
       upd.push(n.update)
       required.push(index.requires.get(n.id)!.length)
+      successors.push(n.update ? null : JSON.stringify((index.requiredBy.get(n.id) ?? []).map(parseNodeId).map((k) => [k.rid, k.update])))
     }
     await client.query(
-      `INSERT INTO sync_point (traversal_id, resource_id, is_update, stack_id, required, state)
-       SELECT $1, r, u, $2, q, CASE WHEN q = 0 THEN 'READY' ELSE 'WAITING' END FROM unnest($3::int[], $4::bool[], $5::int[]) AS x(r, u, q)`,
-      [traversalId, input.stackId, rids, upd, required],
+      `INSERT INTO sync_point (traversal_id, resource_id, is_update, stack_id, required, state, successors)
+       SELECT $1, r, u, $2, q, CASE WHEN q = 0 THEN 'READY' ELSE 'WAITING' END, s FROM unnest($3::int[], $4::bool[], $5::int[], $6::jsonb[]) AS x(r, u, q, s)`,
+      [traversalId, input.stackId, rids, upd, required, successors],
     )
     const leafKeys = index.leaves.map(parseNodeId)
     await client.query(
