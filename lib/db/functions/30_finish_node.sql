@@ -258,7 +258,7 @@ BEGIN
            RETURNING * INTO v_sp;
           CONTINUE WHEN NOT FOUND;
           IF v_sp.state = 'READY' AND v_sp.satisfied = v_sp.required AND NOT v_supd AND v_inline_left > 0
-             AND v_claim_left > 0 AND v_begin_ms IS NOT NULL AND t.deadline >= now() AND t.action <> 'CHECK' AND v_sp.successors IS NOT NULL THEN
+             AND v_claim_left > 0 AND v_begin_ms IS NOT NULL AND t.deadline >= now() AND v_sp.successors IS NOT NULL THEN
             -- A cleanup node with nothing to do (its row is at this traversal's
             -- template, or already deleted: decideCleanup's no-op) is completed
             -- here, as the worker would (no lock, no action), when its row is free
@@ -266,8 +266,8 @@ BEGIN
             -- reports join the queue. An in-place update's cleanup tail then costs
             -- no round trip per node. Anything else goes the usual way below.
             SELECT * INTO v_row FROM resource WHERE id = v_srid FOR UPDATE SKIP LOCKED;
-            IF FOUND AND v_row.engine_id IS NULL
-               AND (v_row.current_template_id = t.raw_template_id OR (v_row.action = 'DELETE' AND v_row.status = 'COMPLETE')) THEN
+            -- No predicted action for a cleanup node is decideCleanup's no-op (a CHECK predicts CHECK).
+            IF FOUND AND v_row.engine_id IS NULL AND kiln_predicted_action(v_row, false, t.raw_template_id, t.action) IS NULL THEN
               SELECT count(*) INTO v_got FROM (
                 SELECT 1 FROM jsonb_array_elements(v_sp.successors) x
                   JOIN sync_point sp ON sp.traversal_id = t.id AND sp.resource_id = (x->>0)::int AND sp.is_update = (x->>1)::boolean
