@@ -194,6 +194,22 @@ RETURNS text LANGUAGE sql IMMUTABLE AS $$
   END
 $$;
 
+-- The status a row is left in when the lock of a worker that died is broken.
+-- It can no longer be trusted (the action may have half happened): FAILED. A
+-- row already deleted stays deleted: its holder (a cleanup with nothing left
+-- to do, an update node that replaces it) cannot have changed anything, and a
+-- DELETE_FAILED row would be a live resource again that no node of the
+-- current traversal, planned while the row was gone, would clean up.
+CREATE OR REPLACE FUNCTION kiln_status_after_dead_holder(p_row resource) RETURNS text LANGUAGE sql IMMUTABLE AS $$
+  SELECT CASE WHEN p_row.action = 'DELETE' AND p_row.status = 'COMPLETE' THEN 'COMPLETE' ELSE 'FAILED' END
+$$;
+
+-- The reason recorded with it.
+CREATE OR REPLACE FUNCTION kiln_reason_after_dead_holder(p_row resource) RETURNS text LANGUAGE sql IMMUTABLE AS $$
+  SELECT CASE WHEN kiln_status_after_dead_holder(p_row) = 'FAILED' THEN 'Worker went down during resource ' || p_row.action
+              ELSE p_row.status_reason END
+$$;
+
 -- PL/pgSQL rather than SQL for the helpers of a node step: PostgreSQL runs a
 -- SQL function it cannot inline (an aggregate, a subquery) through a fresh
 -- executor on every call, measured at ~60 µs more than the same body here.
@@ -356,13 +372,14 @@ BEGIN
 
   IF r.engine_id IS NOT NULL AND r.lease_expires_at < now() THEN
     -- The holder stopped heartbeating: break its lock. The row can no longer be
-    -- trusted (the action may have half happened), so it is FAILED; an update
-    -- node replaces it, a cleanup node deletes it.
-    v_events := v_events || kiln_ev('lock', r.lock_traversal_id, r.id, r.name, r.physical_id, r.action, 'FAILED',
+    -- trusted (the action may have half happened), so it is FAILED (unless it
+    -- was already deleted: kiln_status_after_dead_holder); an update node
+    -- replaces it, a cleanup node deletes it.
+    v_events := v_events || kiln_ev('lock', r.lock_traversal_id, r.id, r.name, r.physical_id, r.action, kiln_status_after_dead_holder(r),
                                     'Worker went down during resource ' || r.action,
                                     jsonb_build_object('lock', 'broken', 'worker', r.engine_id));
-    UPDATE resource SET engine_id = NULL, lock_traversal_id = NULL, lease_expires_at = NULL, status = 'FAILED',
-           status_reason = 'Worker went down during resource ' || r.action, atomic_key = atomic_key + 1, updated_at = now()
+    UPDATE resource SET engine_id = NULL, lock_traversal_id = NULL, lease_expires_at = NULL, status = kiln_status_after_dead_holder(r),
+           status_reason = kiln_reason_after_dead_holder(r), atomic_key = atomic_key + 1, updated_at = now()
      WHERE id = r.id RETURNING * INTO r;
   END IF;
 
@@ -647,6 +664,8 @@ BEGIN
   UPDATE resource SET
     action = v_row.action, status = v_row.status, status_reason = v_row.status_reason, type = v_row.type,
     physical_id = v_row.physical_id, properties = v_row.properties, attributes = v_row.attributes, data = v_row.data,
+    -- a stored result replaces the intent written before the action (kiln_record_intent)
+    pending_properties = CASE WHEN v_set ? 'properties' THEN NULL ELSE pending_properties END,
     requires = v_row.requires, current_template_id = v_row.current_template_id, deletion_policy = v_row.deletion_policy,
     replaced_by = CASE WHEN v_set->>'clear_replaced_by' = 'true' THEN NULL ELSE replaced_by END,
     engine_id = NULL, lock_traversal_id = NULL, lease_expires_at = NULL,
@@ -1066,6 +1085,26 @@ BEGIN
   RETURN true;
 END $$;
 
+-- Before a create with effects outside Kiln runs: the properties it is
+-- about to use (resource.pending_properties), so that the cleanup of a row
+-- whose worker died mid-create can find what it made. False when the lock is
+-- no longer ours (the action must not run).
+CREATE OR REPLACE FUNCTION kiln_record_intent(p_job bigint, p_worker uuid, p_properties jsonb) RETURNS boolean LANGUAGE plpgsql SET enable_seqscan = off SET plan_cache_mode = force_generic_plan AS $$
+DECLARE
+  v_rid int;
+BEGIN
+  SELECT resource_id INTO v_rid FROM job WHERE id = p_job AND locked_by = p_worker;
+  IF NOT FOUND THEN RETURN false; END IF;
+  UPDATE resource SET pending_properties = p_properties, updated_at = now()
+   WHERE id = v_rid AND engine_id = p_worker;
+  IF NOT FOUND THEN
+    -- Our lease ran out and the lock was broken; whoever broke it re-runs the node (as in kiln_finish_node).
+    DELETE FROM job WHERE id = p_job;
+    RETURN false;
+  END IF;
+  RETURN true;
+END $$;
+
 -- Progress reported by a resource action (throttled by the worker).
 CREATE OR REPLACE FUNCTION kiln_node_progress(p_job bigint, p_worker uuid, p_message text, p_fraction double precision) RETURNS void LANGUAGE plpgsql SET enable_seqscan = off SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
@@ -1148,11 +1187,11 @@ BEGIN
   -- a. expired locks
   FOR r IN SELECT * FROM resource WHERE stack_id = p_stack AND engine_id IS NOT NULL AND lease_expires_at < now() ORDER BY id FOR UPDATE LOOP
     v_broken := v_broken + 1;
-    v_events := v_events || kiln_ev('lock', r.lock_traversal_id, r.id, r.name, r.physical_id, r.action, 'FAILED',
+    v_events := v_events || kiln_ev('lock', r.lock_traversal_id, r.id, r.name, r.physical_id, r.action, kiln_status_after_dead_holder(r),
       'Worker went down during resource ' || r.action, jsonb_build_object('lock', 'broken', 'worker', r.engine_id));
     UPDATE resource SET engine_id = NULL, lock_traversal_id = NULL, lease_expires_at = NULL,
-           waiter_traversal_id = NULL, waiter_is_update = NULL, status = 'FAILED',
-           status_reason = 'Worker went down during resource ' || r.action, atomic_key = atomic_key + 1, updated_at = now()
+           waiter_traversal_id = NULL, waiter_is_update = NULL, status = kiln_status_after_dead_holder(r),
+           status_reason = kiln_reason_after_dead_holder(r), atomic_key = atomic_key + 1, updated_at = now()
      WHERE id = r.id;
     v_ev := kiln_retrigger_waiter(s, r.id, r.waiter_traversal_id, r.waiter_is_update);
     IF v_ev IS NOT NULL THEN v_events := v_events || v_ev; v_requeued := v_requeued + 1; END IF;

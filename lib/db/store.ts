@@ -3,7 +3,7 @@ import type pg from 'pg'
 import type { ConvergenceStore } from '../engine/ports'
 import { withRetry } from './retry'
 import { FinishBatcher } from './finish-batcher'
-import { beginNode, markInProgress, replaceNode, reportProgress } from './queries/node'
+import { beginNode, markInProgress, recordIntent, replaceNode, reportProgress } from './queries/node'
 import { loadTraversal } from './queries/traversal'
 
 export interface StoreOptions {
@@ -32,6 +32,7 @@ export function createStore(pool: pg.Pool, opts: StoreOptions): ConvergenceStore
     finishNode: (job, req) => finishes.finish(job, req),
     replaceNode: (job, req) => retry('replace', () => replaceNode(pool, opts.workerId, job, req, opts.leaseMs)),
     markInProgress: (job, action) => retry('mark', () => markInProgress(pool, opts.workerId, job, action)),
+    recordIntent: (job, properties) => retry('intent', () => recordIntent(pool, opts.workerId, job, properties)),
     reportProgress: (job, message, fraction) => reportProgress(pool, opts.workerId, job, message, fraction).catch(() => {}),
     loadTraversal: (id) => retry('load', () => loadTraversal(pool, id)),
   }

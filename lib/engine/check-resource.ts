@@ -244,6 +244,12 @@ class NodeRun {
       case 'replace':
         return this.replace(def.type, decision.reason, true)
       case 'create': {
+        // Write-ahead for effects outside Kiln: if this worker dies after the create made
+        // something and before its result is stored, the row's cleanup still finds it.
+        if (!type.stateOnly && !(await this.deps.store.recordIntent(this.job, props))) {
+          this.log.warn('lock lost before the create ran')
+          return { outcome: 'lock_lost', next: [] }
+        }
         const res = await this.act((rc) => type.create(rc, props))
         if (!res.ok) return this.actionFailed('CREATE', res)
         return this.completed('CREATE', def.type, props, res.value, common, 'created')
@@ -321,7 +327,8 @@ class NodeRun {
       case 'delete': {
         const type = this.deps.types.get(this.row.type)
         if (!type) return this.fail('DELETE', `unknown resource type ${this.row.type}`)
-        const state = { physicalId: this.row.physicalId, properties: this.row.properties ?? {}, attributes: this.row.attributes ?? {}, data: this.row.data ?? {} }
+        // A create that never stored its result deletes by the properties it was started with.
+        const state = { physicalId: this.row.physicalId, properties: this.row.properties ?? this.row.pendingProperties ?? {}, attributes: this.row.attributes ?? {}, data: this.row.data ?? {} }
         const res = await this.act((rc) => type.delete(rc, state))
         if (!res.ok) return this.actionFailed('DELETE', res)
         return this.finish({ ok: true, reason: 'state changed', set: { ...deleted, statusReason: 'state changed' }, resourceEvent: true, deleted: true }, 'deleted')

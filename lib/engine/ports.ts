@@ -36,6 +36,8 @@ export interface ResourceRow {
   replaces: number | null
   replacedBy: number | null
   properties: Record<string, unknown> | null
+  /** Properties of a create that started and has stored no result (kiln_record_intent). */
+  pendingProperties: Record<string, unknown> | null
   attributes: Record<string, unknown> | null
   data: Record<string, unknown> | null
   deletionPolicy: string
@@ -125,6 +127,8 @@ export interface ConvergenceStore {
   finishNode(job: ClaimedJob, req: FinishRequest): Promise<FinishResult>
   replaceNode(job: ClaimedJob, req: ReplaceRequest): Promise<ReplaceResult>
   markInProgress(job: ClaimedJob, action: ResourceAction): Promise<boolean>
+  /** Store the properties a create with outside effects is about to use; false: the lock is lost, do not act. */
+  recordIntent(job: ClaimedJob, properties: Record<string, unknown>): Promise<boolean>
   reportProgress(job: ClaimedJob, message: string, fraction: number | null): Promise<void>
   loadTraversal(traversalId: string): Promise<StoredTraversal | null>
 }

@@ -11,10 +11,12 @@
  *
  * Idempotence matters: a worker can die after the action changed the outside
  * world but before the result was stored. The engine then marks the row FAILED
- * and replaces it, and the FAILED row's cleanup calls `delete` with whatever
- * was stored. So `delete` must tolerate "already gone", and types that can
- * should derive their physical names from `ctx.physicalName` (stable per row)
- * so that a half-done create can still be found and removed.
+ * and replaces it (or retries a create in place), and the FAILED row's cleanup
+ * calls `delete` with whatever was stored; for a create that stored nothing,
+ * with the properties it was started with (written before a create of a type
+ * that is not `stateOnly` runs). So `delete` must tolerate "already gone", and
+ * types that can should derive their physical names from `ctx.physicalName`
+ * (stable per row) so that a half-done create can still be found and removed.
  */
 import type { Logger } from '../logger'
 

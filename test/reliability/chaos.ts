@@ -15,6 +15,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { TestCluster } from '../helpers/cluster'
 import { ownPostgres } from '../helpers/own-postgres'
+import { dumpForensics } from './chaos-forensics'
 
 export interface ChaosOptions {
   stacks: number
@@ -25,6 +26,8 @@ export interface ChaosOptions {
   killEveryMs: number
   restartPostgres: boolean
   log?: (line: string) => void
+  /** where to write the trail of the stacks a violation names (see chaos-forensics.ts) */
+  forensicsDir?: string
 }
 
 export interface ChaosReport {
@@ -37,6 +40,8 @@ export interface ChaosReport {
   recoveryMs: number[]
   settleMs: number
   violations: string[]
+  /** the file the violations' trail was written to */
+  forensics?: string
 }
 
 type Final = { kind: 'update'; seed: string; size: number } | { kind: 'delete' }
@@ -56,7 +61,12 @@ export function chaosTemplate(stack: string, seed: string, size: number, shape: 
 }
 
 export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
-  const log = o.log ?? (() => {})
+  // Everything the driver did, timestamped, for the forensics file.
+  const trail: string[] = []
+  const log = (line: string) => {
+    trail.push(`${new Date().toISOString().slice(11, 23)} ${line}`)
+    o.log?.(line)
+  }
   const pg = await ownPostgres('chaos')
   const url = pg.url
   const c = await TestCluster.start(url, { workers: o.workers, leaseMs: 1500, concurrency: 8, env: { KILN_LOG_LEVEL: 'error' } })
@@ -123,8 +133,10 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       // "was it accepted?" unknowable, and the check below needs to know.
       while (pgDown) await pgDown
       report.operations++
+      log(`${what} submitted`)
       try {
         await fn()
+        log(`${what} accepted`)
         return true
       } catch (err) {
         report.rejected++
@@ -138,7 +150,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       shapes.set(name, shape)
       let size = 4 + rnd(5)
       let id: string | null = null
-      await submit('create', async () => {
+      await submit(`${name} create s0 (${size})`, async () => {
         id = (await c.services.create(c.actor, { name, template: chaosTemplate(name, 's0', size, shape, { delay: 0.2 }) })).stack.id
       })
       if (!id) return
@@ -149,28 +161,28 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
         const roll = rnd(10)
         if (roll < 5) {
           const nsize = 3 + rnd(6)
-          if (await submit('update', () => c.services.update(c.actor, stackId, { template: chaosTemplate(name, `s${r}`, nsize, shape, { delay: 0.1 + rnd(3) / 10 }) }))) {
+          if (await submit(`${name} update s${r} (${nsize})`, () => c.services.update(c.actor, stackId, { template: chaosTemplate(name, `s${r}`, nsize, shape, { delay: 0.1 + rnd(3) / 10 }) }))) {
             size = nsize
             finals.set(stackId, { kind: 'update', seed: `s${r}`, size })
           }
         } else if (roll < 7) {
           // a failing update: rolls back to the last good template, which stays the expectation
-          await submit('failing update', () => c.services.update(c.actor, stackId, { template: chaosTemplate(name, `bad${r}`, size, shape, { delay: 0.1, fail: true }) }))
+          await submit(`${name} failing update bad${r}`, () => c.services.update(c.actor, stackId, { template: chaosTemplate(name, `bad${r}`, size, shape, { delay: 0.1, fail: true }) }))
         } else if (roll < 9) {
-          await submit('cancel', () => c.services.cancel(c.actor, stackId, { rollback: roll === 7 }))
+          await submit(`${name} cancel${roll === 7 ? ' with rollback' : ''}`, () => c.services.cancel(c.actor, stackId, { rollback: roll === 7 }))
         } else {
           // two updates back to back: the second supersedes the first mid-flight
-          await submit('update', () => c.services.update(c.actor, stackId, { template: chaosTemplate(name, `x${r}`, size, shape, { delay: 0.3 }) }))
-          if (await submit('update', () => c.services.update(c.actor, stackId, { template: chaosTemplate(name, `y${r}`, size, shape, { delay: 0.1 }) })))
+          await submit(`${name} update x${r}`, () => c.services.update(c.actor, stackId, { template: chaosTemplate(name, `x${r}`, size, shape, { delay: 0.3 }) }))
+          if (await submit(`${name} update y${r}`, () => c.services.update(c.actor, stackId, { template: chaosTemplate(name, `y${r}`, size, shape, { delay: 0.1 }) })))
             finals.set(stackId, { kind: 'update', seed: `y${r}`, size })
         }
       }
       // The final operation: a good update, or a delete.
       if (rnd(3) === 0) {
-        if (await submit('delete', () => c.services.delete(c.actor, stackId))) finals.set(stackId, { kind: 'delete' })
+        if (await submit(`${name} delete`, () => c.services.delete(c.actor, stackId))) finals.set(stackId, { kind: 'delete' })
       } else {
         const nsize = 3 + rnd(6)
-        if (await submit('final update', () => c.services.update(c.actor, stackId, { template: chaosTemplate(name, 'final', nsize, shape, { delay: 0.1 }) })))
+        if (await submit(`${name} final update (${nsize})`, () => c.services.update(c.actor, stackId, { template: chaosTemplate(name, 'final', nsize, shape, { delay: 0.1 }) })))
           finals.set(stackId, { kind: 'update', seed: 'final', size: nsize })
       }
     }
@@ -217,6 +229,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     for (const r of await q(`SELECT stack_id, count(*)::int AS n, min(seq)::int AS lo, max(seq)::int AS hi FROM event GROUP BY stack_id`))
       if (r.n !== r.hi - r.lo + 1 || r.lo !== 1) v.push(`stack ${r.stack_id}: events ${r.lo}..${r.hi} but ${r.n} rows (gap)`)
     for (const r of await q(`SELECT j.id, j.kind, s.name FROM job j JOIN stack s ON s.id = j.stack_id WHERE s.status <> 'IN_PROGRESS'`)) v.push(`job ${r.id} (${r.kind}) left for settled stack ${r.name}`)
+    if (v.length && o.forensicsDir) report.forensics = await dumpForensics(c.db.pool, v, o.forensicsDir, trail)
     return report
   } finally {
     running = false

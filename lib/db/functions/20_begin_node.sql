@@ -31,6 +31,22 @@ RETURNS text LANGUAGE sql IMMUTABLE AS $$
   END
 $$;
 
+-- The status a row is left in when the lock of a worker that died is broken.
+-- It can no longer be trusted (the action may have half happened): FAILED. A
+-- row already deleted stays deleted: its holder (a cleanup with nothing left
+-- to do, an update node that replaces it) cannot have changed anything, and a
+-- DELETE_FAILED row would be a live resource again that no node of the
+-- current traversal, planned while the row was gone, would clean up.
+CREATE OR REPLACE FUNCTION kiln_status_after_dead_holder(p_row resource) RETURNS text LANGUAGE sql IMMUTABLE AS $$
+  SELECT CASE WHEN p_row.action = 'DELETE' AND p_row.status = 'COMPLETE' THEN 'COMPLETE' ELSE 'FAILED' END
+$$;
+
+-- The reason recorded with it.
+CREATE OR REPLACE FUNCTION kiln_reason_after_dead_holder(p_row resource) RETURNS text LANGUAGE sql IMMUTABLE AS $$
+  SELECT CASE WHEN kiln_status_after_dead_holder(p_row) = 'FAILED' THEN 'Worker went down during resource ' || p_row.action
+              ELSE p_row.status_reason END
+$$;
+
 -- PL/pgSQL rather than SQL for the helpers of a node step: PostgreSQL runs a
 -- SQL function it cannot inline (an aggregate, a subquery) through a fresh
 -- executor on every call, measured at ~60 µs more than the same body here.
@@ -193,13 +209,14 @@ BEGIN
 
   IF r.engine_id IS NOT NULL AND r.lease_expires_at < now() THEN
     -- The holder stopped heartbeating: break its lock. The row can no longer be
-    -- trusted (the action may have half happened), so it is FAILED; an update
-    -- node replaces it, a cleanup node deletes it.
-    v_events := v_events || kiln_ev('lock', r.lock_traversal_id, r.id, r.name, r.physical_id, r.action, 'FAILED',
+    -- trusted (the action may have half happened), so it is FAILED (unless it
+    -- was already deleted: kiln_status_after_dead_holder); an update node
+    -- replaces it, a cleanup node deletes it.
+    v_events := v_events || kiln_ev('lock', r.lock_traversal_id, r.id, r.name, r.physical_id, r.action, kiln_status_after_dead_holder(r),
                                     'Worker went down during resource ' || r.action,
                                     jsonb_build_object('lock', 'broken', 'worker', r.engine_id));
-    UPDATE resource SET engine_id = NULL, lock_traversal_id = NULL, lease_expires_at = NULL, status = 'FAILED',
-           status_reason = 'Worker went down during resource ' || r.action, atomic_key = atomic_key + 1, updated_at = now()
+    UPDATE resource SET engine_id = NULL, lock_traversal_id = NULL, lease_expires_at = NULL, status = kiln_status_after_dead_holder(r),
+           status_reason = kiln_reason_after_dead_holder(r), atomic_key = atomic_key + 1, updated_at = now()
      WHERE id = r.id RETURNING * INTO r;
   END IF;
 

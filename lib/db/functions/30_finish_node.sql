@@ -180,6 +180,8 @@ BEGIN
   UPDATE resource SET
     action = v_row.action, status = v_row.status, status_reason = v_row.status_reason, type = v_row.type,
     physical_id = v_row.physical_id, properties = v_row.properties, attributes = v_row.attributes, data = v_row.data,
+    -- a stored result replaces the intent written before the action (kiln_record_intent)
+    pending_properties = CASE WHEN v_set ? 'properties' THEN NULL ELSE pending_properties END,
     requires = v_row.requires, current_template_id = v_row.current_template_id, deletion_policy = v_row.deletion_policy,
     replaced_by = CASE WHEN v_set->>'clear_replaced_by' = 'true' THEN NULL ELSE replaced_by END,
     engine_id = NULL, lock_traversal_id = NULL, lease_expires_at = NULL,

@@ -164,6 +164,11 @@ export async function markInProgress(pool: pg.Pool, workerId: string, job: Claim
   return rows[0].ok === true
 }
 
+export async function recordIntent(pool: pg.Pool, workerId: string, job: ClaimedJob, properties: Record<string, unknown>): Promise<boolean> {
+  const { rows } = await pool.query({ name: 'kiln_record_intent', text: 'SELECT kiln_record_intent($1, $2, $3) AS ok', values: [job.id, workerId, JSON.stringify(properties)] })
+  return rows[0].ok === true
+}
+
 export async function reportProgress(pool: pg.Pool, workerId: string, job: ClaimedJob, message: string, fraction: number | null): Promise<void> {
   await pool.query('SELECT kiln_node_progress($1, $2, $3, $4)', [job.id, workerId, message.slice(0, 500), fraction])
 }

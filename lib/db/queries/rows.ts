@@ -23,6 +23,7 @@ export function toResourceRow(r: Raw): ResourceRow {
     replaces: r.replaces === null || r.replaces === undefined ? null : Number(r.replaces),
     replacedBy: r.replaced_by === null || r.replaced_by === undefined ? null : Number(r.replaced_by),
     properties: obj(r.properties),
+    pendingProperties: obj(r.pending_properties),
     attributes: obj(r.attributes),
     data: obj(r.data),
     deletionPolicy: String(r.deletion_policy ?? 'Delete'),
