@@ -14,6 +14,7 @@
 import fs from 'node:fs'
 import path from 'node:path'
 import { TestCluster } from '../helpers/cluster'
+import { isRetryable } from '../../lib/db/retry'
 import { ownPostgres } from '../helpers/own-postgres'
 import { dumpForensics } from './chaos-forensics'
 
@@ -128,20 +129,28 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     // ---- the driver ----
     const finals = new Map<string, Final>()
     const shapes = new Map<string, 'chain' | 'layered'>()
-    const submit = async (what: string, fn: () => Promise<unknown>): Promise<boolean> => {
-      // Operations wait while PostgreSQL is down: a request cut off mid-commit would leave
-      // "was it accepted?" unknowable, and the check below needs to know.
-      while (pgDown) await pgDown
-      report.operations++
-      log(`${what} submitted`)
-      try {
-        await fn()
-        log(`${what} accepted`)
-        return true
-      } catch (err) {
-        report.rejected++
-        log(`${what} rejected: ${(err as Error).message.slice(0, 120)}`)
-        return false
+    /**
+     * Operations wait while PostgreSQL is down: a request cut off mid-commit would leave
+     * "was it accepted?" unknowable. One can still be cut off by a restart that begins
+     * while it runs; `final` operations are then submitted again until one is answered
+     * (an update or a delete submitted twice converges to the same end), so that the
+     * state every stack must end in is known.
+     */
+    const submit = async (what: string, fn: () => Promise<unknown>, final = false): Promise<boolean> => {
+      for (let attempt = 1; ; attempt++) {
+        while (pgDown) await pgDown
+        report.operations++
+        log(`${what} submitted${attempt > 1 ? ` (attempt ${attempt})` : ''}`)
+        try {
+          await fn()
+          log(`${what} accepted`)
+          return true
+        } catch (err) {
+          report.rejected++
+          log(`${what} rejected: ${(err as Error).message.slice(0, 120)}`)
+          if (!final || !isRetryable(err) || attempt >= 10) return false
+          await sleep(200)
+        }
       }
     }
     const drive = async (i: number) => {
@@ -179,10 +188,10 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       }
       // The final operation: a good update, or a delete.
       if (rnd(3) === 0) {
-        if (await submit(`${name} delete`, () => c.services.delete(c.actor, stackId))) finals.set(stackId, { kind: 'delete' })
+        if (await submit(`${name} delete`, () => c.services.delete(c.actor, stackId), true)) finals.set(stackId, { kind: 'delete' })
       } else {
         const nsize = 3 + rnd(6)
-        if (await submit(`${name} final update (${nsize})`, () => c.services.update(c.actor, stackId, { template: chaosTemplate(name, 'final', nsize, shape, { delay: 0.1 }) })))
+        if (await submit(`${name} final update (${nsize})`, () => c.services.update(c.actor, stackId, { template: chaosTemplate(name, 'final', nsize, shape, { delay: 0.1 }) }), true))
           finals.set(stackId, { kind: 'update', seed: 'final', size: nsize })
       }
     }
