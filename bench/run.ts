@@ -27,7 +27,7 @@ import { startEmbeddedPostgres } from '../lib/db/embedded'
 import { ensureDatabase } from '../lib/db/bootstrap'
 import { applyMigrations } from '../lib/db/migrate'
 import { createDb } from '../lib/db/client'
-import { ALL_STACKS, watchStackEvents } from '../lib/db/queries/watch'
+import { ALL_STACKS, HARNESS_WATCH_MS, watchStackEvents } from '../lib/db/queries/watch'
 import { builtinTypes, createRegistry, typeCatalog } from '../lib/resources/registry'
 import { createStackService } from '../lib/services/stacks'
 import { benchTemplate, criticalPathNodes, type Shape } from './shapes'
@@ -139,7 +139,7 @@ async function main() {
   if (args.watched) {
     // A follower of every stack's events, as a web server with the stacks open: each step NOTIFYs.
     await listener.query('LISTEN kiln_events')
-    await watchStackEvents(db.pool, crypto.randomUUID(), [ALL_STACKS], 24 * 3600_000)
+    await watchStackEvents(db.pool, crypto.randomUUID(), [ALL_STACKS], HARNESS_WATCH_MS)
   }
   let wake: (() => void) | null = null
   listener.on('notification', (m) => {

@@ -8,7 +8,7 @@
  */
 import pg from 'pg'
 import { expect, test } from 'vitest'
-import { ALL_STACKS, watchStackEvents } from '../../lib/db/queries/watch'
+import { ALL_STACKS, HARNESS_WATCH_MS, watchStackEvents } from '../../lib/db/queries/watch'
 import { createLogger } from '../../lib/logger'
 import { startBridge, type Bridge } from '../../lib/realtime/bridge'
 import type { TestCluster } from '../helpers/cluster'
@@ -179,6 +179,6 @@ test('a step notifies only for a watched stack; a watch taken while a step numbe
   } finally {
     await stepper.end()
     await listener.close()
-    await watchStackEvents(c.db.pool, c.watcher, [ALL_STACKS], 24 * 3600_000)
+    await watchStackEvents(c.db.pool, c.watcher, [ALL_STACKS], HARNESS_WATCH_MS)
   }
 })

@@ -11,7 +11,7 @@ import path from 'node:path'
 import pg from 'pg'
 import { childEnv } from '../../lib/env'
 import { createDb, type Db } from '../../lib/db/client'
-import { ALL_STACKS, watchStackEvents } from '../../lib/db/queries/watch'
+import { ALL_STACKS, HARNESS_WATCH_MS, watchStackEvents } from '../../lib/db/queries/watch'
 import { builtinTypes, createRegistry, typeCatalog } from '../../lib/resources/registry'
 import { createStackService, type Actor, type StackService } from '../../lib/services/stacks'
 
@@ -74,7 +74,7 @@ export class TestCluster {
     await client.connect()
     await client.query('LISTEN kiln_events')
     // Steps notify only for watched stacks: this harness follows them all (for its life, at most a day).
-    await watchStackEvents(client, this.watcher, [ALL_STACKS], 24 * 3600_000)
+    await watchStackEvents(client, this.watcher, [ALL_STACKS], HARNESS_WATCH_MS)
   }
 
   private stopping = false

@@ -8,6 +8,9 @@ import type pg from 'pg'
 /** Watch every stack (test harnesses, the bench's --watched). */
 export const ALL_STACKS = '00000000-0000-0000-0000-000000000000'
 
+/** How long a harness's all-stacks watch lasts: longer than any test run or bench, never renewed. */
+export const HARNESS_WATCH_MS = 24 * 3600_000
+
 /**
  * Follow `stackIds` for `ttlMs` more. Returns each stack's last event number:
  * every event after it is announced by a NOTIFY (a step numbering events when
