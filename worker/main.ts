@@ -2,6 +2,7 @@
  * `npm run worker`: one worker process. Against DATABASE_URL (or the embedded
  * cluster when it is unset). Migrations are applied first (idempotent, and
  * serialised by Prisma's advisory lock), so a worker may start on its own.
+ * A database that cannot be reached yet is waited for (STARTUP_WAIT_MS).
  *
  * Signals: the first SIGTERM/SIGINT drains (no new work; in-flight actions
  * finish, aborted after KILN_SHUTDOWN_ABORT_MS); a second one exits at once.
@@ -10,48 +11,42 @@
 import { env } from '../lib/env'
 import { createLogger } from '../lib/logger'
 import { resolveDatabase } from '../lib/db/bootstrap'
-import { createDb } from '../lib/db/client'
+import { createDb, type Db } from '../lib/db/client'
+import { delayFor, isRetryable } from '../lib/db/retry'
 import { applyMigrations } from '../lib/db/migrate'
 import { limitsFrom, typeConfigFrom } from '../lib/config'
 import { builtinTypes, createRegistry, stateOnlyTypeNames, typeCatalog } from '../lib/resources/registry'
 import { createStackService } from '../lib/services/stacks'
 import { WorkerRuntime } from './runtime'
 
+/**
+ * How long a starting worker waits for its database (a restart, or a worker
+ * started before PostgreSQL is up) before it gives up. Without it a worker
+ * spawned while the database restarts exits at once, and `npm start`, which
+ * restarts a worker at most five times a minute, would stop everything.
+ */
+const STARTUP_WAIT_MS = 300_000
+
+function databaseUnreachable(err: unknown): boolean {
+  return isRetryable(err) || (err instanceof Error && isRetryable(err.cause))
+}
+
 async function main() {
   const e = env()
   const log = createLogger({ level: e.KILN_LOG_LEVEL, format: e.KILN_LOG_FORMAT })
   const database = await resolveDatabase(e, { log: (l) => log.info(l) })
-  await applyMigrations(database.url)
-  // At most 8 database calls at once per worker, however many actions run: actions hold no
-  // connection, and more concurrent engine steps only queue inside PostgreSQL on the stack's
-  // event-number lock (bench, layered-10000 create: 32.6 s with 20 connections, 20.7 s with 8).
-  const db = createDb(database.url, { max: Math.min(8, e.KILN_WORKER_CONCURRENCY + 4), application: 'kiln-worker', warm: true })
-  await db.ready
   const registry = createRegistry(builtinTypes())
-  const services = createStackService({ db, catalog: typeCatalog(registry), types: registry, limits: limitsFrom(e), defaultTimeoutMins: e.KILN_DEFAULT_TIMEOUT_MINS })
-  const worker = new WorkerRuntime({
-    db,
-    types: registry,
-    typeConfig: typeConfigFrom(e, database.url),
-    services,
-    log,
-    concurrency: e.KILN_WORKER_CONCURRENCY,
-    leaseMs: e.KILN_LEASE_MS,
-    heartbeatMs: e.heartbeatMs,
-    shutdownAbortMs: e.KILN_SHUTDOWN_ABORT_MS,
-    inline: e.KILN_INLINE_CONTINUATION,
-    lazyTypes: e.KILN_LAZY_COMMITS ? stateOnlyTypeNames(registry) : [],
-    maxEventsPerStack: e.KILN_MAX_EVENTS_PER_STACK,
-  })
+  let running: { db: Db; worker: WorkerRuntime } | null = null
 
   let signals = 0
   const shutdown = (why: string) => {
     signals++
-    if (signals > 1) {
-      log.warn(`${why} again: exiting now`)
-      process.exit(1)
+    if (signals > 1 || !running) {
+      log.warn(`${why}${running ? ' again' : ' while starting'}: exiting now`)
+      process.exit(running ? 1 : 0)
     }
     log.info(`${why}: draining (send it again to exit at once)`)
+    const { db, worker } = running
     void worker
       .stop()
       .then(() => db.close())
@@ -61,8 +56,51 @@ async function main() {
   process.on('SIGTERM', () => shutdown('SIGTERM'))
   process.on('SIGINT', () => shutdown('SIGINT'))
   process.on('disconnect', () => shutdown('launcher went away'))
-  await worker.start()
-  process.send?.({ kind: 'ready', worker: worker.id })
+
+  const startOnce = async () => {
+    await applyMigrations(database.url)
+    // At most 8 database calls at once per worker, however many actions run: actions hold no
+    // connection, and more concurrent engine steps only queue inside PostgreSQL on the stack's
+    // event-number lock (bench, layered-10000 create: 32.6 s with 20 connections, 20.7 s with 8).
+    const db = createDb(database.url, { max: Math.min(8, e.KILN_WORKER_CONCURRENCY + 4), application: 'kiln-worker', warm: true })
+    try {
+      await db.ready
+      const services = createStackService({ db, catalog: typeCatalog(registry), types: registry, limits: limitsFrom(e), defaultTimeoutMins: e.KILN_DEFAULT_TIMEOUT_MINS })
+      const worker = new WorkerRuntime({
+        db,
+        types: registry,
+        typeConfig: typeConfigFrom(e, database.url),
+        services,
+        log,
+        concurrency: e.KILN_WORKER_CONCURRENCY,
+        leaseMs: e.KILN_LEASE_MS,
+        heartbeatMs: e.heartbeatMs,
+        shutdownAbortMs: e.KILN_SHUTDOWN_ABORT_MS,
+        inline: e.KILN_INLINE_CONTINUATION,
+        lazyTypes: e.KILN_LAZY_COMMITS ? stateOnlyTypeNames(registry) : [],
+        maxEventsPerStack: e.KILN_MAX_EVENTS_PER_STACK,
+      })
+      await worker.start()
+      return { db, worker }
+    } catch (err) {
+      await db.close()
+      throw err
+    }
+  }
+
+  const since = Date.now()
+  for (let attempt = 0; !running; attempt++) {
+    try {
+      running = await startOnce()
+    } catch (err) {
+      if (!databaseUnreachable(err) || Date.now() - since > STARTUP_WAIT_MS) throw err
+      const delay = delayFor(attempt, 200, 5000)
+      log.warn(`database not reachable yet (${(err as Error).message}); retrying in ${delay} ms`)
+      // Timer reason: nothing announces that a database came back; retry with back-off.
+      await new Promise((r) => setTimeout(r, delay))
+    }
+  }
+  process.send?.({ kind: 'ready', worker: running.worker.id })
 }
 
 main().catch((err) => {

@@ -21,7 +21,8 @@ export function isRetryable(err: unknown): boolean {
   if (!e) return false
   if (e.code && (RETRYABLE_SQLSTATE.has(e.code) || RETRYABLE_NODE.has(e.code))) return true
   const msg = e.message ?? ''
-  return /Connection terminated|connection timeout|Client has encountered a connection error|the database system is (starting up|shutting down)/i.test(msg)
+  // The last two: Prisma's schema engine (migrations) when the server is down (P1001) or closed the connection.
+  return /Connection terminated|connection timeout|Client has encountered a connection error|the database system is (starting up|shutting down)|Can't reach database server|Server has closed the connection/i.test(msg)
 }
 
 export interface RetryOptions {
