@@ -21,8 +21,9 @@ export function isRetryable(err: unknown): boolean {
   if (!e) return false
   if (e.code && (RETRYABLE_SQLSTATE.has(e.code) || RETRYABLE_NODE.has(e.code))) return true
   const msg = e.message ?? ''
-  // The last two: Prisma's schema engine (migrations) when the server is down (P1001) or closed the connection.
-  return /Connection terminated|connection timeout|Client has encountered a connection error|the database system is (starting up|shutting down)|Can't reach database server|Server has closed the connection/i.test(msg)
+  // The text of a SQLSTATE above, for errors that carry only a message (Prisma's schema engine,
+  // which runs migrations: "Can't reach database server" is its P1001).
+  return /Connection terminated|connection timeout|Client has encountered a connection error|the database system is (starting up|shutting down|in recovery mode)|terminating connection due to administrator command|Can't reach database server|Server has closed the connection|ECONNREFUSED|ECONNRESET/i.test(msg)
 }
 
 export interface RetryOptions {

@@ -246,7 +246,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     for (const r of await q(`SELECT j.id, j.kind, s.name FROM job j JOIN stack s ON s.id = j.stack_id WHERE s.status <> 'IN_PROGRESS'`)) v.push(`job ${r.id} (${r.kind}) left for settled stack ${r.name}`)
     // Workers die only when the killer says so (one started while PostgreSQL restarts waits for it).
     for (const w of c.workers)
-      if (w.proc.exitCode !== null && w.proc.signalCode === null) v.push(`a worker exited on its own (code ${w.proc.exitCode}): ${w.output.join('').slice(-400)}`)
+      if (w.proc.exitCode !== null && w.proc.signalCode === null) v.push(`a worker exited on its own (code ${w.proc.exitCode}): ${w.output.join('').slice(0, 1500)}`)
     if (v.length && o.forensicsDir) report.forensics = await dumpForensics(c.db.pool, v, o.forensicsDir, trail)
     return report
   } finally {
