@@ -12,7 +12,7 @@ import { env } from '../lib/env'
 import { createLogger } from '../lib/logger'
 import { resolveDatabase } from '../lib/db/bootstrap'
 import { createDb, type Db } from '../lib/db/client'
-import { delayFor, isRetryable } from '../lib/db/retry'
+import { withRetry } from '../lib/db/retry'
 import { applyMigrations } from '../lib/db/migrate'
 import { limitsFrom, typeConfigFrom } from '../lib/config'
 import { builtinTypes, createRegistry, stateOnlyTypeNames, typeCatalog } from '../lib/resources/registry'
@@ -26,10 +26,6 @@ import { WorkerRuntime } from './runtime'
  * restarts a worker at most five times a minute, would stop everything.
  */
 const STARTUP_WAIT_MS = 300_000
-
-function databaseUnreachable(err: unknown): boolean {
-  return isRetryable(err) || (err instanceof Error && isRetryable(err.cause))
-}
 
 async function main() {
   const e = env()
@@ -88,18 +84,12 @@ async function main() {
     }
   }
 
-  const since = Date.now()
-  for (let attempt = 0; !running; attempt++) {
-    try {
-      running = await startOnce()
-    } catch (err) {
-      if (!databaseUnreachable(err) || Date.now() - since > STARTUP_WAIT_MS) throw err
-      const delay = delayFor(attempt, 200, 5000)
-      log.warn(`database not reachable yet (${(err as Error).message}); retrying in ${delay} ms`)
-      // Timer reason: nothing announces that a database came back; retry with back-off.
-      await new Promise((r) => setTimeout(r, delay))
-    }
-  }
+  running = await withRetry(startOnce, {
+    maxMs: STARTUP_WAIT_MS,
+    minDelayMs: 200,
+    maxDelayMs: 5000,
+    onRetry: (err, _attempt, delay) => log.warn(`database not reachable yet (${(err as Error).message}); retrying in ${delay} ms`),
+  })
   process.send?.({ kind: 'ready', worker: running.worker.id })
 }
 

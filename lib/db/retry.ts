@@ -17,8 +17,10 @@ const RETRYABLE_SQLSTATE = new Set([
 const RETRYABLE_NODE = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ENOTFOUND', 'EAI_AGAIN'])
 
 export function isRetryable(err: unknown): boolean {
-  const e = err as { code?: string; message?: string } | null
+  const e = err as { code?: string; message?: string; cause?: unknown } | null
   if (!e) return false
+  // A wrapper (MigrationError) keeps the driver's error as its cause.
+  if (e.cause !== undefined && e.cause !== err && isRetryable(e.cause)) return true
   if (e.code && (RETRYABLE_SQLSTATE.has(e.code) || RETRYABLE_NODE.has(e.code))) return true
   const msg = e.message ?? ''
   // The text of a SQLSTATE above, for errors that carry only a message (Prisma's schema engine,

@@ -13,7 +13,7 @@
  * continuation: a chain or a fan-out runs without queue hops).
  */
 import type { Logger } from '../logger'
-import type { ResourceContext, ResourceType, ResourceTypeConfig } from '../resources/types'
+import type { ResourceContext, ResourceState, ResourceType, ResourceTypeConfig } from '../resources/types'
 import { ReplaceRequired } from '../resources/types'
 import { changedProperties, needsReplacement, validateProperties } from '../resources/schema'
 import { resolveProperties } from '../template'
@@ -255,7 +255,7 @@ class NodeRun {
         return this.completed('CREATE', def.type, props, res.value, common, 'created')
       }
       case 'update': {
-        const prev = { physicalId: this.row.physicalId, properties: this.row.properties ?? {}, attributes: this.row.attributes ?? {}, data: this.row.data ?? {} }
+        const prev = this.stored()
         const replaceWhy = type.replaceOnUpdate?.(props, prev, decision.changed)
         if (replaceWhy) return this.replace(def.type, replaceWhy, true)
         const marked = this.markWhenSlow('UPDATE')
@@ -306,6 +306,11 @@ class NodeRun {
     }
   }
 
+  /** What the engine stored after the row's last successful action, as the resource type sees it. */
+  private stored(): ResourceState {
+    return { physicalId: this.row.physicalId, properties: this.row.properties ?? {}, attributes: this.row.attributes ?? {}, data: this.row.data ?? {} }
+  }
+
   private async replace(type: string, reason: string, holdsLock: boolean): Promise<NodeResult> {
     this.unmarked = null
     const res = await this.deps.store.replaceNode(this.job, { type, requires: this.requires(), reason, claim: this.deps.inline, holdsLock })
@@ -328,7 +333,7 @@ class NodeRun {
         const type = this.deps.types.get(this.row.type)
         if (!type) return this.fail('DELETE', `unknown resource type ${this.row.type}`)
         // A create that never stored its result deletes by the properties it was started with.
-        const state = { physicalId: this.row.physicalId, properties: this.row.properties ?? this.row.pendingProperties ?? {}, attributes: this.row.attributes ?? {}, data: this.row.data ?? {} }
+        const state = { ...this.stored(), properties: this.row.properties ?? this.row.pendingProperties ?? {} }
         const res = await this.act((rc) => type.delete(rc, state))
         if (!res.ok) return this.actionFailed('DELETE', res)
         return this.finish({ ok: true, reason: 'state changed', set: { ...deleted, statusReason: 'state changed' }, resourceEvent: true, deleted: true }, 'deleted')
@@ -339,7 +344,7 @@ class NodeRun {
   private async check(): Promise<NodeResult> {
     const type = this.deps.types.get(this.row.type)
     if (!type) return this.fail('CHECK', `unknown resource type ${this.row.type}`)
-    const state = { physicalId: this.row.physicalId, properties: this.row.properties ?? {}, attributes: this.row.attributes ?? {}, data: this.row.data ?? {} }
+    const state = this.stored()
     const res = await this.act(async (rc) => type.check?.(rc, state))
     if (!res.ok) return this.actionFailed('CHECK', res)
     return this.finish(
