@@ -41,11 +41,25 @@ CREATE OR REPLACE FUNCTION kiln_status_after_dead_holder(p_row resource) RETURNS
   SELECT CASE WHEN p_row.action = 'DELETE' AND p_row.status = 'COMPLETE' THEN 'COMPLETE' ELSE 'FAILED' END
 $$;
 
--- The reason recorded with it.
-CREATE OR REPLACE FUNCTION kiln_reason_after_dead_holder(p_row resource) RETURNS text LANGUAGE sql IMMUTABLE AS $$
-  SELECT CASE WHEN kiln_status_after_dead_holder(p_row) = 'FAILED' THEN 'Worker went down during resource ' || p_row.action
-              ELSE p_row.status_reason END
-$$;
+DROP FUNCTION IF EXISTS kiln_reason_after_dead_holder(resource);
+-- Break the lock of a worker that stopped heartbeating (p_row: the row as it
+-- was, locked FOR UPDATE by the caller); returns the event. The sweeper also
+-- clears the waiter, which it retriggers itself; a begin that breaks the lock
+-- leaves it, for its own finish to retrigger.
+CREATE OR REPLACE FUNCTION kiln_break_dead_lock(p_row resource, p_clear_waiter boolean) RETURNS jsonb LANGUAGE plpgsql AS $$
+DECLARE
+  v_status text := kiln_status_after_dead_holder(p_row);
+BEGIN
+  UPDATE resource SET engine_id = NULL, lock_traversal_id = NULL, lease_expires_at = NULL,
+         waiter_traversal_id = CASE WHEN p_clear_waiter THEN NULL ELSE waiter_traversal_id END,
+         waiter_is_update = CASE WHEN p_clear_waiter THEN NULL ELSE waiter_is_update END,
+         status = v_status,
+         status_reason = CASE WHEN v_status = 'FAILED' THEN 'Worker went down during resource ' || p_row.action ELSE status_reason END,
+         atomic_key = atomic_key + 1, updated_at = now()
+   WHERE id = p_row.id;
+  RETURN kiln_ev('lock', p_row.lock_traversal_id, p_row.id, p_row.name, p_row.physical_id, p_row.action, v_status,
+                 'Worker went down during resource ' || p_row.action, jsonb_build_object('lock', 'broken', 'worker', p_row.engine_id));
+END $$;
 
 -- PL/pgSQL rather than SQL for the helpers of a node step: PostgreSQL runs a
 -- SQL function it cannot inline (an aggregate, a subquery) through a fresh
@@ -211,13 +225,10 @@ BEGIN
     -- The holder stopped heartbeating: break its lock. The row can no longer be
     -- trusted (the action may have half happened), so it is FAILED (unless it
     -- was already deleted: kiln_status_after_dead_holder); an update node
-    -- replaces it, a cleanup node deletes it.
-    v_events := v_events || kiln_ev('lock', r.lock_traversal_id, r.id, r.name, r.physical_id, r.action, kiln_status_after_dead_holder(r),
-                                    'Worker went down during resource ' || r.action,
-                                    jsonb_build_object('lock', 'broken', 'worker', r.engine_id));
-    UPDATE resource SET engine_id = NULL, lock_traversal_id = NULL, lease_expires_at = NULL, status = kiln_status_after_dead_holder(r),
-           status_reason = kiln_reason_after_dead_holder(r), atomic_key = atomic_key + 1, updated_at = now()
-     WHERE id = r.id RETURNING * INTO r;
+    -- replaces it, a cleanup node deletes it. Its waiter stays, for this
+    -- node's finish to retrigger.
+    v_events := v_events || kiln_break_dead_lock(r, false);
+    SELECT * INTO r FROM resource WHERE id = r.id;
   END IF;
 
   IF r.engine_id IS NOT NULL THEN

@@ -65,12 +65,7 @@ BEGIN
   -- a. expired locks
   FOR r IN SELECT * FROM resource WHERE stack_id = p_stack AND engine_id IS NOT NULL AND lease_expires_at < now() ORDER BY id FOR UPDATE LOOP
     v_broken := v_broken + 1;
-    v_events := v_events || kiln_ev('lock', r.lock_traversal_id, r.id, r.name, r.physical_id, r.action, kiln_status_after_dead_holder(r),
-      'Worker went down during resource ' || r.action, jsonb_build_object('lock', 'broken', 'worker', r.engine_id));
-    UPDATE resource SET engine_id = NULL, lock_traversal_id = NULL, lease_expires_at = NULL,
-           waiter_traversal_id = NULL, waiter_is_update = NULL, status = kiln_status_after_dead_holder(r),
-           status_reason = kiln_reason_after_dead_holder(r), atomic_key = atomic_key + 1, updated_at = now()
-     WHERE id = r.id;
+    v_events := v_events || kiln_break_dead_lock(r, true);
     v_ev := kiln_retrigger_waiter(s, r.id, r.waiter_traversal_id, r.waiter_is_update);
     IF v_ev IS NOT NULL THEN v_events := v_events || v_ev; v_requeued := v_requeued + 1; END IF;
     IF s.current_traversal_id IS NOT DISTINCT FROM r.lock_traversal_id THEN
