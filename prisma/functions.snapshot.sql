@@ -694,14 +694,17 @@ BEGIN
   END IF;
 
   -- Every sync point this transaction writes (all of the current traversal),
-  -- locked at once in the global order.
+  -- locked at once in the global order — by kiln_finish_nodes for the whole
+  -- batch when this finish is one of a batch (p_emit false: the same keys).
   IF v_current AND v_ok THEN
     SELECT coalesce(array_agg((e->>0)::int), '{}'), coalesce(array_agg((e->>1)::boolean), '{}') INTO v_srids, v_supds
       FROM jsonb_array_elements(p_result->'successors') e;
   END IF;
-  PERFORM kiln_lock_sync_points(s.current_traversal_id,
-    CASE WHEN v_current THEN v_key END || coalesce(v_srids, '{}') || CASE WHEN v_waiter_trav = s.current_traversal_id THEN r.id END,
-    j.is_update || coalesce(v_supds, '{}') || v_waiter_upd);
+  IF p_emit THEN
+    PERFORM kiln_lock_sync_points(s.current_traversal_id,
+      CASE WHEN v_current THEN v_key END || coalesce(v_srids, '{}') || CASE WHEN v_waiter_trav = s.current_traversal_id THEN r.id END,
+      j.is_update || coalesce(v_supds, '{}') || v_waiter_upd);
+  END IF;
 
   IF p_result ? 'in_progress_event' THEN
     -- A quick action was not marked IN_PROGRESS while it ran (kiln_mark_in_progress): the history still shows it.

@@ -196,7 +196,11 @@ export class WorkerRuntime {
   private async listen(): Promise<void> {
     const client = new pg.Client({ connectionString: this.opts.db.url, application_name: 'kiln-worker-listen' })
     client.on('notification', (msg) => {
-      if (msg.channel === 'kiln_jobs') this.wake('notify')
+      if (msg.channel === 'kiln_jobs') {
+        this.wake('notify')
+        // A new traversal: load its context now, beside the claim (errors are the cache's to forget).
+        if (msg.payload && this.state === 'running') void this.deps.node.traversals.get(msg.payload).catch(() => {})
+      }
       else if (msg.channel === 'kiln_abort' && msg.payload) {
         try {
           const n = this.aborts.notice(JSON.parse(msg.payload) as AbortNotice)

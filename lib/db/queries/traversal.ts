@@ -181,7 +181,9 @@ async function startInTransaction(client: pg.PoolClient, input: StartTraversalIn
   events.push(ev('stack', traversalId, 'IN_PROGRESS', reason, { action: input.action, nodes: graph.nodes.length, started_by: input.startedBy }, input.action))
   await client.query('SELECT kiln_emit($1, $2)', [input.stackId, JSON.stringify(events)])
   if (graph.nodes.length === 0) await client.query('SELECT kiln_complete_traversal($1, $2)', [input.stackId, traversalId])
-  else await client.query(`SELECT pg_notify('kiln_jobs', '')`)
+  // The payload names the traversal: a woken worker starts loading its template
+  // and graph while it claims the leaves (node steps notify with no payload).
+  else await client.query(`SELECT pg_notify('kiln_jobs', $1)`, [traversalId])
   if (input.abortInFlight && superseded) {
     await client.query(`SELECT pg_notify('kiln_abort', $1)`, [JSON.stringify({ stack_id: input.stackId, traversal_id: traversalId, mode: 'others', reason: `stack ${input.action.toLowerCase()} requested` })])
   }
