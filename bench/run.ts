@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- --json] [--shapes chain,layered] [--sizes 100,1000] [--delays 0,0.2] [--workers 2] [--concurrency 64] [--phases create,update,replace,delete] [--profile] [--durable] [--watched] [--repeat 1] [--pg name=value ...]`
+ * `npm run bench [-- --json] [--shapes chain,layered] [--sizes 100,1000] [--delays 0,0.2] [--workers 2] [--concurrency 64] [--phases create,update,replace,delete] [--profile] [--durable] [--watched] [--cold-plans] [--repeat 1] [--pg name=value ...]`
  *
  * --repeat k runs each shape k times and reports the median wall time (with the
  * range): this machine's speed varies by tens of percent from minute to minute.
@@ -14,6 +14,11 @@
  * --watched follows every stack's events the way a web server with the stack
  * open in a browser does (an event_watch row), so each step also sends its
  * NOTIFY; without it nobody watches, as for CLI and CI runs.
+ *
+ * --cold-plans measures each phase right after the VACUUM ANALYZE that precedes
+ * it, when every worker connection must plan its statements again; by default
+ * a small stack is created and deleted in between (not measured), as long-running
+ * workers keep their plans from one operation to the next.
  *
  * --profile (embedded PostgreSQL only) runs a separate cluster with
  * pg_stat_statements (nested statements included) and prints, after each
@@ -45,6 +50,8 @@ interface Args {
   /** every step waits for the disk, lazy commits off (KILN_LAZY_COMMITS=false) */
   durable: boolean
   watched: boolean
+  /** measure right after the VACUUM ANALYZE, with the workers' cached plans invalidated */
+  coldPlans: boolean
   /** runs per shape; the summary gives the median */
   repeat: number
   /** extra settings for the embedded cluster (--pg name=value, repeatable), for experiments */
@@ -66,6 +73,7 @@ function parseArgs(argv: string[]): Args {
     profile: argv.includes('--profile'),
     durable: argv.includes('--durable'),
     watched: argv.includes('--watched'),
+    coldPlans: argv.includes('--cold-plans'),
     repeat: Math.max(1, Number(get('--repeat') ?? 1)),
     pgSettings: Object.fromEntries(
       argv.flatMap((a, i) => {
@@ -173,6 +181,17 @@ async function main() {
   await waitDone((await services.create(actor, { name: 'warm-up', template: benchTemplate('layered', 40, 0, { value: 'w', replace: false }) })).stack.id)
   await waitDone((await services.update(actor, 'warm-up', { template: benchTemplate('layered', 40, 0, { value: 'x', replace: true }) })).stack.id)
   await waitDone((await services.delete(actor, 'warm-up')).stack.id)
+  // After a VACUUM ANALYZE: a small stack's create and delete, so that the
+  // workers' connections re-plan the node steps' statements (the new
+  // statistics invalidated every cached plan) before the measured phase, not
+  // during it. Long-running workers keep their plans across operations; only
+  // the first steps after an autovacuum's ANALYZE pay for new ones.
+  let replans = 0
+  const replan = async () => {
+    const name = `replan-${replans++}`
+    await waitDone((await services.create(actor, { name, template: benchTemplate('layered', 20, 0, { value: 'r', replace: false }) })).stack.id)
+    await waitDone((await services.delete(actor, name)).stack.id)
+  }
 
   const results: Row[] = []
   let k = 0
@@ -193,6 +212,7 @@ async function main() {
             // Not measured: vacuum what the last phase churned, so that autovacuum is less
             // likely to take one of the machine's two cores in the middle of a measured phase.
             await db.pool.query('VACUUM ANALYZE')
+            if (!args.coldPlans) await replan()
             if (args.profile) await db.pool.query('SELECT pg_stat_statements_reset(), pg_stat_reset()')
             const t0 = await txns()
             const started = performance.now()
