@@ -200,8 +200,7 @@ export class WorkerRuntime {
         this.wake('notify')
         // A new traversal: load its context now, beside the claim (errors are the cache's to forget).
         if (msg.payload && this.state === 'running') void this.deps.node.traversals.get(msg.payload).catch(() => {})
-      }
-      else if (msg.channel === 'kiln_abort' && msg.payload) {
+      } else if (msg.channel === 'kiln_abort' && msg.payload) {
         try {
           const n = this.aborts.notice(JSON.parse(msg.payload) as AbortNotice)
           if (n) this.log.info(`aborted ${n} action(s): ${msg.payload}`)
