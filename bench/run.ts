@@ -35,6 +35,7 @@ import { createDb } from '../lib/db/client'
 import { ALL_STACKS, HARNESS_WATCH_MS, watchStackEvents } from '../lib/db/queries/watch'
 import { builtinTypes, createRegistry, typeCatalog } from '../lib/resources/registry'
 import { createStackService } from '../lib/services/stacks'
+import { criticalPathBreakdown, formatBreakdown, type Breakdown } from './breakdown'
 import { benchTemplate, criticalPathNodes, type Shape } from './shapes'
 
 interface Args {
@@ -101,6 +102,8 @@ interface Row {
   criticalPathS: number | null
   wallOverCritical: number | null
   txnsPerNode: number
+  /** with D > 0: where the time above the critical path went (bench/breakdown.ts) */
+  breakdown?: Breakdown | null
   /** with --repeat: every run's wall seconds (wallS and the rates are the median run's) */
   runsS?: number[]
 }
@@ -216,9 +219,11 @@ async function main() {
             if (args.profile) await db.pool.query('SELECT pg_stat_statements_reset(), pg_stat_reset()')
             const t0 = await txns()
             const started = performance.now()
+            const submittedAt = Date.now()
             const res = await run()
             const outcome = await waitDone(res.stack.id)
             const wallS = (performance.now() - started) / 1000
+            const noticedAt = Date.now()
             const nodes = await nodesOf(res.traversalId)
             const t1 = await txns()
             const cpNodes = criticalPathNodes(shape, n) * (phase === 'replace' ? 2 : 1)
@@ -236,8 +241,10 @@ async function main() {
               wallOverCritical: criticalPathS ? round(wallS / criticalPathS, 3) : null,
               txnsPerNode: round((t1 - t0) / Math.max(1, nodes), 2),
             }
+            if (delay > 0 && res.traversalId) row.breakdown = await criticalPathBreakdown(db.pool, res.traversalId, delay, submittedAt, noticedAt)
             runs.push(row)
             if (!args.json) console.log(`${shape.padEnd(8)} n=${String(n).padEnd(6)} D=${delay}s ${phase.padEnd(8)} ${outcome.padEnd(18)} wall ${row.wallS.toFixed(2)} s  ${row.msPerResource.toFixed(2)} ms/res  ${row.nodesPerS} nodes/s  ${row.wallOverCritical ? `wall/cp ${row.wallOverCritical}` : ''}  ${row.txnsPerNode} write txn/node`)
+            if (!args.json && row.breakdown) console.log(formatBreakdown(row.breakdown))
             if (args.profile) console.log(await profileReport(db.pool, nodes))
             if (!outcome.endsWith('COMPLETE')) throw new Error(`${name} ${phase} ended ${outcome}`)
             if (phase === args.lastPhase) {

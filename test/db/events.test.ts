@@ -26,3 +26,23 @@ test('pruneEvents keeps the newest N events of each stack over the limit, contig
   await c.db.pool.query(`SELECT kiln_emit($1, jsonb_build_array(kiln_ev('progress', NULL, NULL, 'r', NULL, NULL, NULL, 'after', NULL)))`, [big])
   expect(await seq(big)).toEqual({ n: 26, lo: before.last - 24, hi: before.last + 1, last: before.last + 1 })
 })
+
+test('events gathered per item for several stacks are published per stack in item order (kiln_events_by_stack)', async () => {
+  const a = (await c.services.create(c.actor, { name: 'gathered-a', template: 'heat_template_version: 2018-08-31\nresources: {}\n' })).stack.id
+  const b = (await c.services.create(c.actor, { name: 'gathered-b', template: 'heat_template_version: 2018-08-31\nresources: {}\n' })).stack.id
+  const evs = (...reasons: string[]) => JSON.stringify(reasons.map((r) => ({ kind: 'progress', resource_name: 'r', reason: r })))
+  // Items as a claim or a batch of finishes gathers them: a, b, a (one with no events), b.
+  const { rows } = await c.db.pool.query(`SELECT kiln_events_by_stack($1::uuid[], $2::jsonb[]) AS by`, [
+    [a, b, a, a, b],
+    [evs('a1', 'a2'), evs('b1'), evs('a3'), evs(), evs('b2', 'b3')],
+  ])
+  expect(rows[0].by).toEqual({ [a]: JSON.parse(evs('a1', 'a2', 'a3')), [b]: JSON.parse(evs('b1', 'b2', 'b3')) })
+  const last = async (id: string) => Number((await c.db.pool.query('SELECT kiln_last_seq($1) AS n', [id])).rows[0].n)
+  const [la, lb] = [await last(a), await last(b)]
+  await c.db.pool.query('SELECT kiln_emit_each($1)', [rows[0].by])
+  const reasons = async (id: string, after: number) =>
+    (await c.db.pool.query('SELECT seq::int, reason FROM event WHERE stack_id = $1 AND seq > $2 ORDER BY seq', [id, after])).rows
+  expect(await reasons(a, la)).toEqual([{ seq: la + 1, reason: 'a1' }, { seq: la + 2, reason: 'a2' }, { seq: la + 3, reason: 'a3' }])
+  expect(await reasons(b, lb)).toEqual([{ seq: lb + 1, reason: 'b1' }, { seq: lb + 2, reason: 'b2' }, { seq: lb + 3, reason: 'b3' }])
+  expect((await c.db.pool.query(`SELECT kiln_events_by_stack('{}', '{}') AS by`)).rows[0].by).toEqual({})
+})

@@ -301,9 +301,11 @@ CREATE OR REPLACE FUNCTION kiln_claim_jobs(p_worker uuid, p_limit int, p_lease_m
 DECLARE
   v_lazy boolean := p_lazy_types IS NOT NULL;
   v_job job%ROWTYPE;
-  v_out jsonb := '[]';
+  -- jsonb[] accumulators (see kiln_finish_node), turned into jsonb at the end
+  v_out jsonb[] := '{}';
   v jsonb;
-  v_events jsonb := '{}';
+  v_ev_stacks uuid[] := '{}';
+  v_ev_lists jsonb[] := '{}';
   v_settle jsonb := '[]';
 BEGIN
   FOR v_job IN
@@ -316,15 +318,16 @@ BEGIN
       v := kiln_begin_core(v_job.id, p_worker, p_lease_ms, true);
       v_lazy := v_lazy AND kiln_begun_lazily(v->'result', p_lazy_types);
       IF jsonb_array_length(v->'events') > 0 THEN
-        v_events := kiln_events_add(v_events, v_job.stack_id, v->'events');
+        v_ev_stacks := v_ev_stacks || v_job.stack_id;
+        v_ev_lists := v_ev_lists || (v->'events');
       END IF;
       IF v->>'settle' IS NOT NULL THEN
         v_settle := v_settle || jsonb_build_array(jsonb_build_object('stack_id', v_job.stack_id, 'traversal_id', v->'settle'));
       END IF;
     END IF;
-    v_out := v_out || jsonb_build_array(jsonb_build_object('job', to_jsonb(v_job), 'begun', v->'result'));
+    v_out := v_out || jsonb_build_object('job', to_jsonb(v_job), 'begun', v->'result');
   END LOOP;
-  IF v_lazy AND v_out <> '[]' THEN PERFORM kiln_commit_lazily(); END IF;
-  PERFORM kiln_emit_each(v_events);
-  RETURN jsonb_build_object('jobs', v_out, 'settle', v_settle);
+  IF v_lazy AND cardinality(v_out) > 0 THEN PERFORM kiln_commit_lazily(); END IF;
+  PERFORM kiln_emit_each(kiln_events_by_stack(v_ev_stacks, v_ev_lists));
+  RETURN jsonb_build_object('jobs', to_jsonb(v_out), 'settle', v_settle);
 END $$;

@@ -119,7 +119,11 @@ DECLARE
   v_supds boolean[];
   v_current boolean;
   v_key int;
-  v_events jsonb := '[]';
+  -- Events gather in a jsonb[] (appending is amortised O(1) in PL/pgSQL), not
+  -- a jsonb array: each `jsonb || element` re-encodes the whole array, O(n²) for
+  -- a finish that completes a long tail of no-op cleanups inline (measured: 300
+  -- events 96 ms as a jsonb array, 8 ms as a jsonb[]).
+  v_events jsonb[] := '{}';
   v_ev jsonb;
   v_waiter_trav uuid;
   v_waiter_upd boolean;
@@ -129,7 +133,7 @@ DECLARE
   -- (its free job slots); the rest are queued for any worker.
   v_claim_left int := CASE WHEN (p_result->>'claim')::boolean THEN coalesce((p_result->>'claim_max')::int, 1) ELSE 0 END;
   v_claimed jsonb := '[]';
-  v_begun_events jsonb := '[]';
+  v_begun_events jsonb[] := '{}';
   v_free boolean;
   v_mine boolean;
   v_lock jsonb;
@@ -320,7 +324,7 @@ BEGIN
               v_lock := kiln_lock_node_row(v_row, s, t, v_srid, v_supd, v_sp, p_worker, v_begin_ms);
               v_lazy := v_lazy AND v_lazy_types ? v_row.type;
               v_claimed := v_claimed || jsonb_build_array(jsonb_build_object('job', to_jsonb(v_new), 'begun', v_lock->'result'));
-              v_begun_events := v_begun_events || (v_lock->'events');
+              v_begun_events := v_begun_events || (v_lock->'events'->0); -- kiln_lock_node_row writes one event
               v_claim_left := v_claim_left - 1;
               CONTINUE; -- its RUNNING event (inputs k of n) says all its "ready" would
             ELSIF v_mine THEN
@@ -364,18 +368,18 @@ BEGIN
     IF v_begin_ms IS NOT NULL THEN
       v_begin := kiln_begin_core((v_parked->>'id')::bigint, p_worker, v_begin_ms, true);
       v_settle := coalesce(v_settle, (v_begin->>'settle')::uuid);
-      v_events := v_events || (v_begin->'events');
+      v_events := v_events || ARRAY(SELECT jsonb_array_elements(v_begin->'events'));
       v_lazy := v_lazy AND kiln_begun_lazily(v_begin->'result', v_lazy_types);
     END IF;
     v_claimed := v_claimed || jsonb_build_array(jsonb_build_object('job', v_parked, 'begun', v_begin->'result'));
   END IF;
   v_events := v_events || v_begun_events;
   IF NOT p_emit THEN
-    RETURN jsonb_build_object('outcome', 'ok', 'claimed', v_claimed, 'queued', v_queued, 'settle', v_settle, 'stack_id', s.id, 'events', v_events,
+    RETURN jsonb_build_object('outcome', 'ok', 'claimed', v_claimed, 'queued', v_queued, 'settle', v_settle, 'stack_id', s.id, 'events', to_jsonb(v_events),
                               'lazy', coalesce(v_lazy, false), 'root_of', v_root_of, 'roots', v_roots_done);
   END IF;
   IF v_lazy THEN PERFORM kiln_commit_lazily(); END IF;
-  PERFORM kiln_emit(s.id, v_events);
+  PERFORM kiln_emit(s.id, to_jsonb(v_events));
   IF v_queued > 0 THEN PERFORM pg_notify('kiln_jobs', ''); END IF;
   RETURN jsonb_build_object('outcome', 'ok', 'claimed', v_claimed, 'queued', v_queued, 'settle', v_settle);
 END $$;
@@ -404,8 +408,10 @@ DECLARE
   k record;
   v jsonb;
   v_item jsonb;
-  v_out jsonb := '[]';
-  v_events jsonb := '{}';
+  -- jsonb[] accumulators, turned into jsonb once at the end (see kiln_finish_node)
+  v_out jsonb[] := '{}';
+  v_ev_stacks uuid[] := '{}';
+  v_ev_lists jsonb[] := '{}';
   v_queued int := 0;
   v_budget int;
   v_lazy boolean := true;
@@ -455,25 +461,26 @@ BEGIN
     IF v->>'root_of' IS NOT NULL THEN
       v_roots := v_roots + (v->>'roots')::int;
       v_root_of := (v->>'root_of')::uuid;
-      v_last_root := jsonb_array_length(v_out);
+      v_last_root := cardinality(v_out); -- 0-based index of this item
     END IF;
     IF v ? 'events' THEN
-      v_events := kiln_events_add(v_events, (v->>'stack_id')::uuid, v->'events');
+      v_ev_stacks := v_ev_stacks || (v->>'stack_id')::uuid;
+      v_ev_lists := v_ev_lists || (v->'events');
       v_queued := v_queued + (v->>'queued')::int;
     END IF;
-    v_out := v_out || jsonb_build_array(v - 'events' - 'stack_id' - 'lazy' - 'root_of' - 'roots');
+    v_out := v_out || (v - 'events' - 'stack_id' - 'lazy' - 'root_of' - 'roots');
   END LOOP;
   IF v_roots > 0 THEN
     UPDATE traversal SET roots_pending = roots_pending - v_roots WHERE id = v_root_of RETURNING roots_pending INTO v_pending;
     IF v_pending = 0 THEN
-      v_out := jsonb_set(v_out, ARRAY[v_last_root::text, 'settle'], to_jsonb(v_root_of));
+      v_out[v_last_root + 1] := jsonb_set(v_out[v_last_root + 1], '{settle}', to_jsonb(v_root_of));
     END IF;
   END IF;
   -- Lazily only when every finish of the batch may (a 'gone' one wrote nothing to speak of, but says no).
   IF v_lazy THEN PERFORM kiln_commit_lazily(); END IF;
-  PERFORM kiln_emit_each(v_events);
+  PERFORM kiln_emit_each(kiln_events_by_stack(v_ev_stacks, v_ev_lists));
   IF v_queued > 0 THEN PERFORM pg_notify('kiln_jobs', ''); END IF;
-  RETURN v_out;
+  RETURN to_jsonb(v_out);
 END $$;
 
 -- kiln_settle: after a node step reported that its traversal may have ended
