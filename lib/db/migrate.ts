@@ -81,15 +81,34 @@ async function withEngine<T>(connectionString: string, schemaText: string, fn: (
   const pool = new pg.Pool({ connectionString, max: 2, idleTimeoutMillis: 50, allowExitOnIdle: true })
   try {
     const adapter = bindMigrationAwareSqlAdapterFactory(wholeScriptFactory(new PrismaPg(pool)))
-    const engine = await bg.SchemaEngine.new({ datamodels: [['schema.prisma', schemaText]] }, () => {}, adapter)
     try {
-      return await fn(engine)
-    } finally {
-      engine.free()
+      const engine = await bg.SchemaEngine.new({ datamodels: [['schema.prisma', schemaText]] }, () => {}, adapter)
+      try {
+        return await fn(engine)
+      } finally {
+        engine.free()
+      }
+    } catch (err) {
+      throw withDriverError(err, adapter.errorRegistry)
     }
   } finally {
     await pool.end()
   }
+}
+
+/**
+ * A driver failure the adapter does not translate (not a SQL error, not a
+ * socket error: pg's "Connection terminated unexpectedly" when a restarting
+ * server hangs up) reaches us from the engine only as "External error id#N";
+ * the error itself waits in the adapter's registry under N. Name it, and keep
+ * it as the cause, so that a caller can tell a database going away (retried:
+ * isRetryable) from a broken migration.
+ */
+function withDriverError(err: unknown, registry: { consumeError(id: number): { error: unknown } | undefined }): unknown {
+  const id = err instanceof Error ? /External error id#(\d+)/.exec(err.message)?.[1] : undefined
+  const original = id === undefined ? undefined : registry.consumeError(Number(id))?.error
+  if (!(err instanceof Error) || original === undefined) return err
+  return new Error(`${err.message.trimEnd()}: ${original instanceof Error ? original.message : String(original)}`, { cause: original })
 }
 
 const filters = { externalTables: [], externalEnums: [] }
