@@ -110,8 +110,10 @@ export async function criticalPathBreakdown(
   }
 }
 
-function round(x: number): number {
-  return Math.round(x * 10) / 10
+/** Rounded to `digits` decimals (the bench's numbers; 0.1 ms for the breakdown). */
+export function round(v: number, digits = 1): number {
+  const f = 10 ** digits
+  return Math.round(v * f) / f
 }
 
 export function formatBreakdown(b: Breakdown): string {

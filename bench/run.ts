@@ -35,7 +35,7 @@ import { createDb } from '../lib/db/client'
 import { ALL_STACKS, HARNESS_WATCH_MS, watchStackEvents } from '../lib/db/queries/watch'
 import { builtinTypes, createRegistry, typeCatalog } from '../lib/resources/registry'
 import { createStackService } from '../lib/services/stacks'
-import { criticalPathBreakdown, formatBreakdown, type Breakdown } from './breakdown'
+import { criticalPathBreakdown, formatBreakdown, round, type Breakdown } from './breakdown'
 import { benchTemplate, criticalPathNodes, type Shape } from './shapes'
 
 interface Args {
@@ -305,11 +305,6 @@ async function profileReport(pool: pg.Pool, nodes: number): Promise<string> {
   lines.push('  functions (self / total ms per graph node, calls):')
   for (const r of fn) lines.push(`    ${per(r.self).padStart(7)} / ${per(r.total).padStart(7)} ms ${String(r.calls).padStart(7)}x ${r.funcname}`)
   return lines.join('\n')
-}
-
-function round(v: number, digits: number) {
-  const f = 10 ** digits
-  return Math.round(v * f) / f
 }
 
 main().catch((err) => {

@@ -51,7 +51,8 @@ DECLARE
   r resource%ROWTYPE;
   sp sync_point%ROWTYPE;
   dj job%ROWTYPE;
-  v_events jsonb := '[]';
+  -- a jsonb[] (see kiln_finish_node): after a crash one sweep may requeue thousands of nodes
+  v_events jsonb[] := '{}';
   v_ev jsonb;
   v_broken int := 0;
   v_requeued int := 0;
@@ -113,7 +114,7 @@ BEGIN
     END IF;
   END IF;
 
-  PERFORM kiln_emit(s.id, v_events);
+  PERFORM kiln_emit(s.id, to_jsonb(v_events));
   -- e. settle (complete or fail the stack) if its traversal ended
   IF t.id IS NOT NULL THEN PERFORM kiln_settle(s.id, t.id); END IF;
   IF v_requeued > 0 OR v_released > 0 THEN PERFORM pg_notify('kiln_jobs', ''); END IF;
