@@ -49,6 +49,8 @@ async function commitsWith(step: () => Promise<unknown>): Promise<string> {
 /** A stack of `template` whose ready nodes a fresh worker has claimed and begun (lazily or not, as the test says). */
 async function claimed(name: string, template: string, lazyTypes: string[] = []) {
   await c.db.pool.query('DELETE FROM job WHERE locked_by IS NULL')
+  // Alone: a claim leaves a share of the burst to any other live worker (kiln_claim_jobs).
+  await c.db.pool.query(`UPDATE worker SET state = 'stopped', stopped_at = now() WHERE stopped_at IS NULL`)
   const worker = crypto.randomUUID()
   await registerWorker(c.db.pool, worker, 16, 'test')
   const res = await c.services.create(c.actor, { name, template })

@@ -8,9 +8,12 @@
  *   workerlessCluster((d, cl) => ((db = d), (c = cl)))
  *
  * Registers the file's beforeAll/afterAll (hooks run in order, after-hooks in
- * reverse, so a file's own hooks registered later may use both).
+ * reverse, so a file's own hooks registered later may use both), and an
+ * afterEach that stops the worker rows a test registered: a claim shares a
+ * burst of jobs with every live worker (kiln_claim_jobs), so a stand-in worker
+ * left running by one test would take no jobs but halve the next test's claims.
  */
-import { afterAll, beforeAll } from 'vitest'
+import { afterAll, afterEach, beforeAll } from 'vitest'
 import { TestCluster } from './cluster'
 import { testDatabase, type TestDatabase } from './db'
 
@@ -21,6 +24,9 @@ export function workerlessCluster(set: (db: TestDatabase, c: TestCluster) => voi
     db = await testDatabase()
     c = await TestCluster.start(db.url, { workers: 0 })
     set(db, c)
+  })
+  afterEach(async () => {
+    await c?.db.pool.query(`UPDATE worker SET state = 'stopped', stopped_at = now() WHERE stopped_at IS NULL`)
   })
   afterAll(async () => {
     await c?.stop()

@@ -296,6 +296,19 @@ $$;
 -- Returns { jobs: [{ job, begun }], settle: [{ stack_id, traversal_id }] }.
 -- Commits lazily when every node it locked is of a type in p_lazy_types and
 -- it claimed nothing but node jobs (10_events.sql).
+--
+-- A fair share, not all it has room for: one NOTIFY wakes every worker, and
+-- the first to claim used to take a whole burst (ten roots, say) while the
+-- others found nothing; its inline continuations then kept the traversal on
+-- that one process, the others idle. It takes ceil(available / claimers),
+-- where the claimers are itself and every other live worker (state running,
+-- heartbeat within a lease) that has not claimed in the last 20 ms: a worker
+-- claiming at the same moment cannot see this claim and takes its own share;
+-- one that already took its share does not count, so the last claimer of a
+-- burst takes the rest. Whatever it leaves it announces with a NOTIFY, so no
+-- job waits for a timer: each round claims at least one job, so the rounds end.
+-- Measured (layered-100, D = 0.2 s, two workers): the first layer's finishes
+-- returned in 13 ms instead of 26 ms.
 DROP FUNCTION IF EXISTS kiln_claim_jobs(uuid, int, int);
 CREATE OR REPLACE FUNCTION kiln_claim_jobs(p_worker uuid, p_limit int, p_lease_ms int, p_lazy_types jsonb DEFAULT NULL) RETURNS jsonb LANGUAGE plpgsql SET enable_seqscan = off SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
@@ -307,9 +320,23 @@ DECLARE
   v_ev_stacks uuid[] := '{}';
   v_ev_lists jsonb[] := '{}';
   v_settle jsonb := '[]';
+  v_avail int;
+  v_others int := 0;
+  v_take int := p_limit;
 BEGIN
+  -- Counted up to what any share could need (8 claimers' worth).
+  SELECT count(*) INTO v_avail FROM (
+    SELECT 1 FROM job WHERE locked_by IS NULL AND run_at <= clock_timestamp() LIMIT p_limit * 8) a;
+  IF v_avail > 1 THEN
+    SELECT count(*) INTO v_others FROM worker w
+     WHERE w.id <> p_worker AND w.state = 'running' AND w.stopped_at IS NULL
+       AND w.heartbeat_at > now() - p_lease_ms * interval '1 millisecond'
+       AND NOT EXISTS (SELECT 1 FROM job j WHERE j.locked_by = w.id AND j.locked_at > clock_timestamp() - interval '20 milliseconds');
+    v_take := least(p_limit, ceil(v_avail::numeric / (1 + v_others))::int);
+    IF v_others > 0 AND v_avail > v_take THEN PERFORM pg_notify('kiln_jobs', ''); END IF;
+  END IF;
   FOR v_job IN
-    SELECT * FROM kiln_claim(p_worker, p_limit) ORDER BY stack_id, id
+    SELECT * FROM kiln_claim(p_worker, v_take) ORDER BY stack_id, id
   LOOP
     v := NULL;
     IF v_job.kind <> 'check_resource' THEN

@@ -1,0 +1,111 @@
+/**
+ * A claim takes a fair share of a burst of ready jobs, not all it has room
+ * for (kiln_claim_jobs): with other live workers idle, the first claimer takes
+ * ceil(available / claimers) and announces the rest with a NOTIFY kiln_jobs;
+ * a worker that just took its share does not count, so the next claimer takes
+ * the rest; a worker alone, or beside workers that are dead or stopped, takes
+ * everything and wakes nobody.
+ */
+import crypto from 'node:crypto'
+import pg from 'pg'
+import { expect, test } from 'vitest'
+import { claimAndBeginJobs } from '../../lib/db/queries/queue'
+import { registerWorker, setWorkerState } from '../../lib/db/queries/workers'
+import type { TestCluster } from '../helpers/cluster'
+import type { TestDatabase } from '../helpers/db'
+import { workerlessCluster } from '../helpers/workerless'
+
+let db: TestDatabase
+let c: TestCluster
+workerlessCluster((d, cl) => ((db = d), (c = cl)))
+
+const LEASE_MS = 60_000
+
+function tenRoots(): string {
+  const lines = ['heat_template_version: 2018-08-31', 'resources:']
+  for (let i = 0; i < 10; i++) lines.push(`  r${i}: {type: OS::Heat::None}`)
+  return lines.join('\n') + '\n'
+}
+
+/** Counts the kiln_jobs notifications that arrive while `fn` runs (and shortly after). */
+async function notificationsDuring<T>(fn: () => Promise<T>): Promise<{ value: T; notified: number }> {
+  const listener = new pg.Client({ connectionString: db.url })
+  await listener.connect()
+  let notified = 0
+  listener.on('notification', (m) => {
+    if (m.channel === 'kiln_jobs') notified++
+  })
+  try {
+    await listener.query('LISTEN kiln_jobs')
+    const value = await fn()
+    // A round trip on the listening connection: a notification sent before it is delivered before its reply.
+    await listener.query('SELECT 1')
+    return { value, notified }
+  } finally {
+    await listener.end()
+  }
+}
+
+async function unclaimed(stackId: string): Promise<number> {
+  const { rows } = await c.db.pool.query('SELECT count(*)::int AS n FROM job WHERE stack_id = $1 AND locked_by IS NULL', [stackId])
+  return rows[0].n
+}
+
+test('two idle workers: the first claim takes half of ten ready roots and wakes the other; the claims that follow take the rest', async () => {
+  const [a, b] = [crypto.randomUUID(), crypto.randomUUID()]
+  await registerWorker(c.db.pool, a, 64, 'test')
+  await registerWorker(c.db.pool, b, 64, 'test')
+  await c.db.pool.query('DELETE FROM job WHERE locked_by IS NULL') // another test's leftovers
+  const res = await c.services.create(c.actor, { name: 'share-two', template: tenRoots() })
+  expect(await unclaimed(res.stack.id)).toBe(10)
+
+  const first = await notificationsDuring(() => claimAndBeginJobs(c.db.pool, a, 64, LEASE_MS))
+  expect(first.value).toHaveLength(5)
+  expect(first.notified).toBe(1)
+  expect(first.value.every((j) => j.begun?.outcome === 'locked')).toBe(true)
+
+  // b: a has just taken its share and does not count, so b takes the rest at once
+  // (were a's claim older than the window, b would take a share and announce the rest:
+  // either way every round takes at least one, and nothing is left unannounced).
+  let claims = 1
+  let taken = first.value.length
+  let claimer = b
+  while (taken < 10) {
+    const round = await notificationsDuring(() => claimAndBeginJobs(c.db.pool, claimer, 64, LEASE_MS))
+    expect(round.value.length).toBeGreaterThan(0)
+    taken += round.value.length
+    expect(round.notified).toBe(taken < 10 ? 1 : 0)
+    claimer = claimer === a ? b : a
+    claims++
+  }
+  expect(taken).toBe(10)
+  expect(claims).toBeLessThanOrEqual(4)
+  expect(await unclaimed(res.stack.id)).toBe(0)
+})
+
+test('a worker whose peers are stopped or silent past the lease takes the whole burst and wakes nobody', async () => {
+  const [alone, stopped, silent] = [crypto.randomUUID(), crypto.randomUUID(), crypto.randomUUID()]
+  for (const w of [alone, stopped, silent]) await registerWorker(c.db.pool, w, 64, 'test')
+  await setWorkerState(c.db.pool, stopped, 'stopped')
+  await c.db.pool.query(`UPDATE worker SET heartbeat_at = now() - interval '2 minutes' WHERE id = $1`, [silent])
+  await c.db.pool.query('DELETE FROM job WHERE locked_by IS NULL') // another test's leftovers
+  const res = await c.services.create(c.actor, { name: 'share-alone', template: tenRoots() })
+
+  const { value, notified } = await notificationsDuring(() => claimAndBeginJobs(c.db.pool, alone, 64, LEASE_MS))
+  expect(value).toHaveLength(10)
+  expect(notified).toBe(0)
+  expect(await unclaimed(res.stack.id)).toBe(0)
+})
+
+test('a share never exceeds the room the claimer has; what it leaves is announced', async () => {
+  const [a, b] = [crypto.randomUUID(), crypto.randomUUID()]
+  await registerWorker(c.db.pool, a, 2, 'test')
+  await registerWorker(c.db.pool, b, 64, 'test')
+  await c.db.pool.query('DELETE FROM job WHERE locked_by IS NULL') // another test's leftovers
+  const res = await c.services.create(c.actor, { name: 'share-room', template: tenRoots() })
+
+  const { value, notified } = await notificationsDuring(() => claimAndBeginJobs(c.db.pool, a, 2, LEASE_MS))
+  expect(value).toHaveLength(2)
+  expect(notified).toBe(1)
+  expect(await unclaimed(res.stack.id)).toBe(8)
+})
