@@ -46,20 +46,32 @@ async function notificationsDuring<T>(fn: () => Promise<T>): Promise<{ value: T;
   }
 }
 
+/** Live stand-in workers with these job slots (the workerless helper stops them after the test). */
+async function workers(...slots: number[]): Promise<string[]> {
+  const ids = slots.map(() => crypto.randomUUID())
+  for (const [i, id] of ids.entries()) await registerWorker(c.db.pool, id, slots[i]!, 'test')
+  return ids
+}
+
+/** A stack whose ten roots are the only ready jobs (another test's leftovers are dropped). */
+async function tenReadyRoots(name: string): Promise<string> {
+  await c.db.pool.query('DELETE FROM job WHERE locked_by IS NULL')
+  return (await c.services.create(c.actor, { name, template: tenRoots() })).stack.id
+}
+
+const claimBy = (worker: string, limit: number) => notificationsDuring(() => claimAndBeginJobs(c.db.pool, worker, limit, LEASE_MS))
+
 async function unclaimed(stackId: string): Promise<number> {
   const { rows } = await c.db.pool.query('SELECT count(*)::int AS n FROM job WHERE stack_id = $1 AND locked_by IS NULL', [stackId])
   return rows[0].n
 }
 
 test('two idle workers: the first claim takes half of ten ready roots and wakes the other; the claims that follow take the rest', async () => {
-  const [a, b] = [crypto.randomUUID(), crypto.randomUUID()]
-  await registerWorker(c.db.pool, a, 64, 'test')
-  await registerWorker(c.db.pool, b, 64, 'test')
-  await c.db.pool.query('DELETE FROM job WHERE locked_by IS NULL') // another test's leftovers
-  const res = await c.services.create(c.actor, { name: 'share-two', template: tenRoots() })
-  expect(await unclaimed(res.stack.id)).toBe(10)
+  const [a, b] = (await workers(64, 64)) as [string, string]
+  const stack = await tenReadyRoots('share-two')
+  expect(await unclaimed(stack)).toBe(10)
 
-  const first = await notificationsDuring(() => claimAndBeginJobs(c.db.pool, a, 64, LEASE_MS))
+  const first = await claimBy(a, 64)
   expect(first.value).toHaveLength(5)
   expect(first.notified).toBe(1)
   expect(first.value.every((j) => j.begun?.outcome === 'locked')).toBe(true)
@@ -71,7 +83,7 @@ test('two idle workers: the first claim takes half of ten ready roots and wakes 
   let taken = first.value.length
   let claimer = b
   while (taken < 10) {
-    const round = await notificationsDuring(() => claimAndBeginJobs(c.db.pool, claimer, 64, LEASE_MS))
+    const round = await claimBy(claimer, 64)
     expect(round.value.length).toBeGreaterThan(0)
     taken += round.value.length
     expect(round.notified).toBe(taken < 10 ? 1 : 0)
@@ -80,32 +92,27 @@ test('two idle workers: the first claim takes half of ten ready roots and wakes 
   }
   expect(taken).toBe(10)
   expect(claims).toBeLessThanOrEqual(4)
-  expect(await unclaimed(res.stack.id)).toBe(0)
+  expect(await unclaimed(stack)).toBe(0)
 })
 
 test('a worker whose peers are stopped or silent past the lease takes the whole burst and wakes nobody', async () => {
-  const [alone, stopped, silent] = [crypto.randomUUID(), crypto.randomUUID(), crypto.randomUUID()]
-  for (const w of [alone, stopped, silent]) await registerWorker(c.db.pool, w, 64, 'test')
+  const [alone, stopped, silent] = (await workers(64, 64, 64)) as [string, string, string]
   await setWorkerState(c.db.pool, stopped, 'stopped')
   await c.db.pool.query(`UPDATE worker SET heartbeat_at = now() - interval '2 minutes' WHERE id = $1`, [silent])
-  await c.db.pool.query('DELETE FROM job WHERE locked_by IS NULL') // another test's leftovers
-  const res = await c.services.create(c.actor, { name: 'share-alone', template: tenRoots() })
+  const stack = await tenReadyRoots('share-alone')
 
-  const { value, notified } = await notificationsDuring(() => claimAndBeginJobs(c.db.pool, alone, 64, LEASE_MS))
+  const { value, notified } = await claimBy(alone, 64)
   expect(value).toHaveLength(10)
   expect(notified).toBe(0)
-  expect(await unclaimed(res.stack.id)).toBe(0)
+  expect(await unclaimed(stack)).toBe(0)
 })
 
 test('a share never exceeds the room the claimer has; what it leaves is announced', async () => {
-  const [a, b] = [crypto.randomUUID(), crypto.randomUUID()]
-  await registerWorker(c.db.pool, a, 2, 'test')
-  await registerWorker(c.db.pool, b, 64, 'test')
-  await c.db.pool.query('DELETE FROM job WHERE locked_by IS NULL') // another test's leftovers
-  const res = await c.services.create(c.actor, { name: 'share-room', template: tenRoots() })
+  const [a] = (await workers(2, 64)) as [string, string]
+  const stack = await tenReadyRoots('share-room')
 
-  const { value, notified } = await notificationsDuring(() => claimAndBeginJobs(c.db.pool, a, 2, LEASE_MS))
+  const { value, notified } = await claimBy(a, 2)
   expect(value).toHaveLength(2)
   expect(notified).toBe(1)
-  expect(await unclaimed(res.stack.id)).toBe(8)
+  expect(await unclaimed(stack)).toBe(8)
 })
