@@ -7,12 +7,12 @@
  * everything and wakes nobody.
  */
 import crypto from 'node:crypto'
-import pg from 'pg'
 import { expect, test } from 'vitest'
 import { claimAndBeginJobs } from '../../lib/db/queries/queue'
 import { registerWorker, setWorkerState } from '../../lib/db/queries/workers'
 import type { TestCluster } from '../helpers/cluster'
 import type { TestDatabase } from '../helpers/db'
+import { notificationsDuring } from '../helpers/notifications'
 import { workerlessCluster } from '../helpers/workerless'
 
 let db: TestDatabase
@@ -25,25 +25,6 @@ function tenRoots(): string {
   const lines = ['heat_template_version: 2018-08-31', 'resources:']
   for (let i = 0; i < 10; i++) lines.push(`  r${i}: {type: OS::Heat::None}`)
   return lines.join('\n') + '\n'
-}
-
-/** Counts the kiln_jobs notifications that arrive while `fn` runs (and shortly after). */
-async function notificationsDuring<T>(fn: () => Promise<T>): Promise<{ value: T; notified: number }> {
-  const listener = new pg.Client({ connectionString: db.url })
-  await listener.connect()
-  let notified = 0
-  listener.on('notification', (m) => {
-    if (m.channel === 'kiln_jobs') notified++
-  })
-  try {
-    await listener.query('LISTEN kiln_jobs')
-    const value = await fn()
-    // A round trip on the listening connection: a notification sent before it is delivered before its reply.
-    await listener.query('SELECT 1')
-    return { value, notified }
-  } finally {
-    await listener.end()
-  }
 }
 
 /** Live stand-in workers with these job slots (the workerless helper stops them after the test). */
@@ -59,7 +40,11 @@ async function tenReadyRoots(name: string): Promise<string> {
   return (await c.services.create(c.actor, { name, template: tenRoots() })).stack.id
 }
 
-const claimBy = (worker: string, limit: number) => notificationsDuring(() => claimAndBeginJobs(c.db.pool, worker, limit, LEASE_MS))
+/** A claim by `worker` and how many kiln_jobs notifications it sent. */
+async function claimBy(worker: string, limit: number) {
+  const { value, payloads } = await notificationsDuring(db.url, 'kiln_jobs', () => claimAndBeginJobs(c.db.pool, worker, limit, LEASE_MS))
+  return { value, notified: payloads.length }
+}
 
 async function unclaimed(stackId: string): Promise<number> {
   const { rows } = await c.db.pool.query('SELECT count(*)::int AS n FROM job WHERE stack_id = $1 AND locked_by IS NULL', [stackId])

@@ -13,6 +13,7 @@ import { claimAndBeginJobs } from '../../lib/db/queries/queue'
 import { registerWorker } from '../../lib/db/queries/workers'
 import type { TestCluster } from '../helpers/cluster'
 import type { TestDatabase } from '../helpers/db'
+import { notificationsDuring } from '../helpers/notifications'
 import { workerlessCluster } from '../helpers/workerless'
 
 let db: TestDatabase
@@ -58,19 +59,6 @@ test('a claim begins the nodes it can lock at once and hands back, unbegun, the 
 })
 
 test('a new traversal wakes the workers with its id, so that they load its template and graph while they claim', async () => {
-  const listener = new pg.Client({ connectionString: db.url })
-  await listener.connect()
-  try {
-    const payloads: string[] = []
-    listener.on('notification', (m) => {
-      if (m.channel === 'kiln_jobs') payloads.push(m.payload ?? '')
-    })
-    await listener.query('LISTEN kiln_jobs')
-    const res = await c.services.create(c.actor, { name: 'claim-notify', template: TEMPLATE })
-    // The notification is sent at commit, before the service call returns; one round trip lets it arrive.
-    await listener.query('SELECT 1')
-    expect(payloads).toContain(res.traversalId)
-  } finally {
-    await listener.end()
-  }
+  const { value: res, payloads } = await notificationsDuring(db.url, 'kiln_jobs', () => c.services.create(c.actor, { name: 'claim-notify', template: TEMPLATE }))
+  expect(payloads).toContain(res.traversalId)
 })

@@ -15,7 +15,7 @@ import type { ClaimedJob, FinishRequest } from '../../lib/engine/ports'
 import { builtinTypes, createRegistry, stateOnlyTypeNames } from '../../lib/resources/registry'
 import type { TestCluster } from '../helpers/cluster'
 import type { TestDatabase } from '../helpers/db'
-import { workerlessCluster } from '../helpers/workerless'
+import { stopStandInWorkers, workerlessCluster } from '../helpers/workerless'
 
 let db: TestDatabase
 let c: TestCluster
@@ -50,7 +50,7 @@ async function commitsWith(step: () => Promise<unknown>): Promise<string> {
 async function claimed(name: string, template: string, lazyTypes: string[] = []) {
   await c.db.pool.query('DELETE FROM job WHERE locked_by IS NULL')
   // Alone: a claim leaves a share of the burst to any other live worker (kiln_claim_jobs).
-  await c.db.pool.query(`UPDATE worker SET state = 'stopped', stopped_at = now() WHERE stopped_at IS NULL`)
+  await stopStandInWorkers(c)
   const worker = crypto.randomUUID()
   await registerWorker(c.db.pool, worker, 16, 'test')
   const res = await c.services.create(c.actor, { name, template })

@@ -26,10 +26,15 @@ export function workerlessCluster(set: (db: TestDatabase, c: TestCluster) => voi
     set(db, c)
   })
   afterEach(async () => {
-    await c?.db.pool.query(`UPDATE worker SET state = 'stopped', stopped_at = now() WHERE stopped_at IS NULL`)
+    if (c) await stopStandInWorkers(c)
   })
   afterAll(async () => {
     await c?.stop()
     await db?.drop()
   })
+}
+
+/** Stop every worker row still live (the stand-ins a test registered with registerWorker). */
+export async function stopStandInWorkers(c: TestCluster): Promise<void> {
+  await c.db.pool.query(`UPDATE worker SET state = 'stopped', stopped_at = now() WHERE stopped_at IS NULL`)
 }
