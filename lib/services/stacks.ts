@@ -190,13 +190,19 @@ export function createStackService(deps: ServiceDeps) {
             startedBy: actor.name,
             timeoutMins,
             expectTraversalId: null,
+            // The stack and its template in one statement (one round trip fewer on the way to the first node).
             before: async (c) => {
               await c.query(
-                `INSERT INTO stack (id, project_id, name, action, status, status_reason, timeout_mins, disable_rollback, created_by, tags)
-                 VALUES ($1, $2, $3, 'CREATE', 'IN_PROGRESS', 'Stack CREATE started', $4, $5, $6, $7)`,
-                [stackId, actor.projectId, req.name, timeoutMins, req.disableRollback ?? true, actor.name, req.tags ?? []],
+                `WITH s AS (
+                   INSERT INTO stack (id, project_id, name, action, status, status_reason, timeout_mins, disable_rollback, created_by, tags)
+                   VALUES ($1, $2, $3, 'CREATE', 'IN_PROGRESS', 'Stack CREATE started', $4, $5, $6, $7) RETURNING id)
+                 INSERT INTO raw_template (id, stack_id, source, template, environment, parameters)
+                 SELECT $8, s.id, $9, $10, $11, $12 FROM s`,
+                [
+                  stackId, actor.projectId, req.name, timeoutMins, req.disableRollback ?? true, actor.name, req.tags ?? [],
+                  templateId, checked.source, JSON.stringify(checked.template.json), JSON.stringify(checked.environmentJson ?? {}), JSON.stringify(checked.parameters ?? {}),
+                ],
               )
-              await insertTemplate(c, templateId, stackId, checked.source, checked.template.json, checked.environmentJson, checked.parameters)
             },
           },
           { id: stackId, name: req.name },

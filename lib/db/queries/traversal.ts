@@ -5,10 +5,11 @@
  *
  *   1. lock the stack row; optional compare-and-swap on the current traversal
  *   2. read the live rows, choose the best row per resource name, insert INIT rows
- *   3. build the whole graph (update + cleanup nodes) once and store it
- *   4. supersede the previous traversal (outcome, superseded_by; its sync points go)
- *   5. point the stack at the new traversal, create one sync point per node
- *   6. queue every leaf (cleanup leaves first), NOTIFY the workers
+ *   3. build the whole graph (update + cleanup nodes) once
+ *   4. kiln_open_traversal, one round trip: supersede the previous traversal
+ *      (outcome, superseded_by; its sync points go), store the new one with its
+ *      graph, point the stack at it, create one sync point per node, queue
+ *      every leaf (cleanup leaves first), NOTIFY the workers
  *
  * With no nodes at all the traversal completes at once.
  */
@@ -126,67 +127,33 @@ async function startInTransaction(client: pg.PoolClient, input: StartTraversalIn
   if (cycle) throw new GraphCycleError(`the traversal graph has a cycle: ${cycle.join(' -> ')}`)
 
   const superseded = stack.current_traversal_id
-  const events: unknown[] = []
-  if (superseded) {
-    const { rowCount } = await client.query(
-      `UPDATE traversal SET outcome = 'SUPERSEDED', outcome_reason = 'superseded by a newer operation', superseded_by_id = $2, ended_at = now()
-        WHERE id = $1 AND outcome IS NULL`,
-      [superseded, traversalId],
-    )
-    await client.query('DELETE FROM sync_input WHERE traversal_id = $1', [superseded])
-    await client.query('DELETE FROM sync_point WHERE traversal_id = $1', [superseded])
-    if (rowCount) events.push(ev('traversal', superseded, 'SUPERSEDED', `superseded by ${input.action} ${traversalId}`, { superseded_by: traversalId }))
+  const rids: number[] = []
+  const upd: boolean[] = []
+  const required: number[] = []
+  // A cleanup node's successors, for the step that makes it ready (kiln_finish_node completes one with nothing to do).
+  const successors: (string | null)[] = []
+  for (const n of graph.nodes) {
+    rids.push(n.rid)
+    upd.push(n.update)
+    required.push(index.requires.get(n.id)!.length)
+    successors.push(n.update ? null : JSON.stringify((index.requiredBy.get(n.id) ?? []).map(parseNodeId).map((k) => [k.rid, k.update])))
   }
-
-  const timeoutMins = input.timeoutMins ?? stack.timeout_mins
+  const leafKeys = index.leaves.map(parseNodeId)
+  const abort = input.abortInFlight && superseded
+    ? JSON.stringify({ stack_id: input.stackId, traversal_id: traversalId, mode: 'others', reason: `stack ${input.action.toLowerCase()} requested` })
+    : null
+  // Everything else in one round trip (lib/db/functions/15_open_traversal.sql).
   await client.query(
-    `INSERT INTO traversal (id, stack_id, action, raw_template_id, started_by, deadline, graph, node_count, roots_pending)
-     VALUES ($1, $2, $3, $4, $5, now() + $6 * interval '1 minute', $7, $8, $9)`,
-    [traversalId, input.stackId, input.action, input.rawTemplateId, input.startedBy, timeoutMins, JSON.stringify(graph), graph.nodes.length, index.roots.size],
+    `SELECT kiln_open_traversal($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`,
+    [
+      input.stackId, traversalId, superseded, input.action,
+      input.rawTemplateId, isCheck ? stack.raw_template_id : input.rawTemplateId, input.startedBy, input.timeoutMins ?? stack.timeout_mins, input.disableRollback ?? null,
+      JSON.stringify(graph), index.roots.size,
+      rids, upd, required, successors,
+      leafKeys.map((k) => k.rid), leafKeys.map((k) => k.update),
+      abort,
+    ],
   )
-  const reason = `Stack ${input.action} started`
-  await client.query(
-    `UPDATE stack SET current_traversal_id = $2, action = $3, status = 'IN_PROGRESS', status_reason = $4,
-            raw_template_id = $5, prev_raw_template_id = CASE WHEN $3 = 'CREATE' THEN NULL ELSE raw_template_id END,
-            updated_at = CASE WHEN $3 = 'CREATE' THEN updated_at ELSE now() END, timeout_mins = $6,
-            disable_rollback = coalesce($7, disable_rollback)
-      WHERE id = $1`,
-    [input.stackId, traversalId, input.action, reason, isCheck ? stack.raw_template_id : input.rawTemplateId, timeoutMins, input.disableRollback ?? null],
-  )
-
-  if (graph.nodes.length) {
-    const rids: number[] = []
-    const upd: boolean[] = []
-    const required: number[] = []
-    // A cleanup node's successors, for the step that makes it ready (kiln_finish_node completes one with nothing to do).
-    const successors: (string | null)[] = []
-    for (const n of graph.nodes) {
-      rids.push(n.rid)
-      upd.push(n.update)
-      required.push(index.requires.get(n.id)!.length)
-      successors.push(n.update ? null : JSON.stringify((index.requiredBy.get(n.id) ?? []).map(parseNodeId).map((k) => [k.rid, k.update])))
-    }
-    await client.query(
-      `INSERT INTO sync_point (traversal_id, resource_id, is_update, stack_id, required, state, successors)
-       SELECT $1, r, u, $2, q, CASE WHEN q = 0 THEN 'READY' ELSE 'WAITING' END, s FROM unnest($3::int[], $4::bool[], $5::int[], $6::jsonb[]) AS x(r, u, q, s)`,
-      [traversalId, input.stackId, rids, upd, required, successors],
-    )
-    const leafKeys = index.leaves.map(parseNodeId)
-    await client.query(
-      `INSERT INTO job (kind, stack_id, traversal_id, resource_id, is_update)
-       SELECT 'check_resource', $1, $2, r, u FROM unnest($3::int[], $4::bool[]) WITH ORDINALITY AS x(r, u, ord) ORDER BY ord`,
-      [input.stackId, traversalId, leafKeys.map((k) => k.rid), leafKeys.map((k) => k.update)],
-    )
-  }
-  events.push(ev('stack', traversalId, 'IN_PROGRESS', reason, { action: input.action, nodes: graph.nodes.length, started_by: input.startedBy }, input.action))
-  await client.query('SELECT kiln_emit($1, $2)', [input.stackId, JSON.stringify(events)])
-  if (graph.nodes.length === 0) await client.query('SELECT kiln_complete_traversal($1, $2)', [input.stackId, traversalId])
-  // The payload names the traversal: a woken worker starts loading its template
-  // and graph while it claims the leaves (node steps notify with no payload).
-  else await client.query(`SELECT pg_notify('kiln_jobs', $1)`, [traversalId])
-  if (input.abortInFlight && superseded) {
-    await client.query(`SELECT pg_notify('kiln_abort', $1)`, [JSON.stringify({ stack_id: input.stackId, traversal_id: traversalId, mode: 'others', reason: `stack ${input.action.toLowerCase()} requested` })])
-  }
   return { started: true, traversalId, nodeCount: graph.nodes.length, leaves: index.leaves.length, superseded }
 }
 
