@@ -11,8 +11,11 @@ import pg from 'pg'
 import { expect, test } from 'vitest'
 import { finishNode } from '../../lib/db/queries/node'
 import { claimAndBeginJobs } from '../../lib/db/queries/queue'
+import { loadTraversal } from '../../lib/db/queries/traversal'
 import { registerWorker } from '../../lib/db/queries/workers'
+import { indexGraph } from '../../lib/engine/graph'
 import type { ClaimedJob } from '../../lib/engine/ports'
+import { nodeId, parseNodeId } from '../../lib/engine/types'
 import type { TestCluster } from '../helpers/cluster'
 import type { TestDatabase } from '../helpers/db'
 import { workerlessCluster } from '../helpers/workerless'
@@ -73,6 +76,84 @@ test('a chain run after statistics said the sync tables were empty scans none of
     expect(done).toBe(N)
     await new Promise((r) => setTimeout(r, 50))
     expect(await seqScans()).toEqual(before)
+  } finally {
+    await steps.end()
+  }
+})
+
+/**
+ * Run every node of a traversal on one connection as a worker would with
+ * actions that change nothing (successors from the stored graph, claim and
+ * begin inline), until none is left. Returns how many steps the worker ran.
+ */
+async function runByHand(steps: pg.Pool, worker: string, traversalId: string, action: 'CREATE' | 'UPDATE'): Promise<number> {
+  const index = indexGraph((await loadTraversal(steps, traversalId))!.graph)
+  let queue = await claimAndBeginJobs(steps, worker, 64, 60_000)
+  let ran = 0
+  while (queue.length) {
+    const job = queue.shift()!
+    const begun = job.begun
+    if (begun?.outcome !== 'locked') throw new Error(`not begun: ${begun?.outcome}`)
+    const key = { rid: job.graphKeyId ?? job.resourceId!, update: job.isUpdate! }
+    const id = nodeId(key)
+    const out = await finishNode(steps, worker, job, {
+      ok: true,
+      reason: key.update ? 'state changed' : 'unchanged',
+      set: key.update ? { action, status: 'COMPLETE', statusReason: 'state changed', currentTemplateId: begun.traversal.rawTemplateId } : {},
+      payload: null,
+      successors: (index.requiredBy.get(id) ?? []).map(parseNodeId),
+      isRoot: index.roots.has(id),
+      claim: true,
+      claimMax: 64,
+    }, 60_000)
+    if (out.outcome !== 'ok') throw new Error(out.outcome)
+    ran++
+    queue.push(...out.claimed)
+    if (!queue.length) queue = await claimAndBeginJobs(steps, worker, 64, 60_000)
+  }
+  return ran
+}
+
+test('a create and an in-place update read each sync point by key: every step, and the no-op cleanup tail completed inline', async () => {
+  // Statistics taken while sync_point was empty (the test above) once made the
+  // cached generic plans of every step look sync points up through a second
+  // index on (traversal_id, state) and read all of the traversal's (600 rows
+  // per step of this create, 1,700 per step of its update). And after the last
+  // update node, each no-op cleanup node completed inline (64 per step) joined
+  // its successors to the traversal's whole set of sync points. Both O(N) per
+  // node; by key it is a handful of rows.
+  const N = 120
+  const template = JSON.stringify({
+    heat_template_version: '2018-08-31',
+    resources: Object.fromEntries(Array.from({ length: N }, (_, i) => [`r${i}`, i ? { type: 'OS::Heat::None', depends_on: [`r${i - 1}`] } : { type: 'OS::Heat::None' }])),
+  })
+  const worker = crypto.randomUUID()
+  await registerWorker(c.db.pool, worker, 64, 'test')
+  const steps = new pg.Pool({ connectionString: db.url, max: 1 })
+  const syncPointReads = async () => {
+    await steps.query('SELECT pg_stat_force_next_flush()')
+    await steps.query('SELECT 1')
+    const { rows } = await steps.query(`SELECT coalesce(idx_tup_fetch, 0) + seq_tup_read AS n FROM pg_stat_user_tables WHERE relname = 'sync_point'`)
+    return Number(rows[0].n)
+  }
+  try {
+    const created = await c.services.create(c.actor, { name: 'cleanup-tail', template })
+    const beforeCreate = await syncPointReads()
+    expect(await runByHand(steps, worker, created.traversalId!, 'CREATE')).toBe(N)
+    const createReads = (await syncPointReads()) - beforeCreate
+
+    const updated = await c.services.update(c.actor, 'cleanup-tail', { template })
+    const beforeUpdate = await syncPointReads()
+    // The cleanup nodes past the first 64 of the tail are run by a worker (here: us).
+    const ran = await runByHand(steps, worker, updated.traversalId!, 'UPDATE')
+    const updateReads = (await syncPointReads()) - beforeUpdate
+    const { rows } = await c.db.pool.query(`SELECT status, (SELECT count(*)::int FROM event WHERE traversal_id = $1 AND (data->>'inline')::boolean) AS inline FROM stack WHERE id = $2`, [updated.traversalId, updated.stack.id])
+    expect(rows[0].status).toBe('COMPLETE')
+    expect(rows[0].inline + ran).toBe(2 * N)
+    expect(rows[0].inline).toBeGreaterThanOrEqual(64)
+    // By key: about six rows per node (measured); O(N) per node is hundreds.
+    expect(createReads).toBeLessThan(20 * N)
+    expect(updateReads).toBeLessThan(20 * 2 * N)
   } finally {
     await steps.end()
   }

@@ -277,10 +277,13 @@ BEGIN
             SELECT * INTO v_row FROM resource WHERE id = v_srid FOR UPDATE SKIP LOCKED;
             -- No predicted action for a cleanup node is decideCleanup's no-op (a CHECK predicts CHECK).
             IF FOUND AND v_row.engine_id IS NULL AND kiln_predicted_action(v_row, false, t.raw_template_id, t.action) IS NULL THEN
-              SELECT count(*) INTO v_got FROM (
-                SELECT 1 FROM jsonb_array_elements(v_sp.successors) x
-                  JOIN sync_point sp ON sp.traversal_id = t.id AND sp.resource_id = (x->>0)::int AND sp.is_update = (x->>1)::boolean
-                   FOR UPDATE OF sp SKIP LOCKED) z;
+              -- Each successor by key (LATERAL): as a join, the generic plan read
+              -- every sync point of the traversal and hashed them, per node (O(N²)
+              -- for the tail; test/db/plans.test.ts).
+              SELECT count(*) INTO v_got FROM jsonb_array_elements(v_sp.successors) x
+               CROSS JOIN LATERAL (SELECT 1 FROM sync_point sp
+                                    WHERE sp.traversal_id = t.id AND sp.resource_id = (x->>0)::int AND sp.is_update = (x->>1)::boolean
+                                      FOR UPDATE SKIP LOCKED) z;
               IF v_got = jsonb_array_length(v_sp.successors) THEN
                 UPDATE sync_point SET state = 'DONE', actor_id = v_srid, updated_at = now()
                  WHERE traversal_id = t.id AND resource_id = v_srid AND is_update = false;
