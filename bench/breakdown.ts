@@ -45,7 +45,7 @@ interface NodeTimes {
 export async function criticalPathBreakdown(
   pool: pg.Pool, traversalId: string, delayS: number, submittedAt: number, noticedAt: number,
 ): Promise<Breakdown | null> {
-  const { rows: tr } = await pool.query('SELECT graph FROM traversal WHERE id = $1', [traversalId])
+  const { rows: tr } = await pool.query('SELECT graph FROM traversal_graph WHERE traversal_id = $1', [traversalId])
   if (!tr[0]) return null
   const index = indexGraph(tr[0].graph as TraversalGraph)
   const { rows: evs } = await pool.query(

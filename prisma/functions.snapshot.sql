@@ -177,7 +177,7 @@ END $$;
 -- from a submit to its first node; now they are one.
 --
 --   1. supersede the previous traversal (its outcome; its sync points go),
---   2. store the new one with its graph,
+--   2. store the new one, and its graph in traversal_graph,
 --   3. point the stack at it,
 --   4. one sync point per node (a cleanup node's with its successors, for the
 --      step that completes it when it has nothing to do), a job per leaf in
@@ -214,8 +214,10 @@ BEGIN
     DELETE FROM sync_point WHERE traversal_id = p_superseded;
   END IF;
 
-  INSERT INTO traversal (id, stack_id, action, raw_template_id, started_by, deadline, graph, node_count, roots_pending)
-  VALUES (p_trav, p_stack, p_action, p_template, p_started_by, now() + p_timeout_mins * interval '1 minute', p_graph, v_nodes, p_roots);
+  INSERT INTO traversal (id, stack_id, action, raw_template_id, started_by, deadline, node_count, roots_pending)
+  VALUES (p_trav, p_stack, p_action, p_template, p_started_by, now() + p_timeout_mins * interval '1 minute', v_nodes, p_roots);
+  -- Its own table: node steps read the traversal row at every step (schema.prisma, TraversalGraph).
+  INSERT INTO traversal_graph (traversal_id, graph) VALUES (p_trav, p_graph);
 
   UPDATE stack SET current_traversal_id = p_trav, action = p_action, status = 'IN_PROGRESS', status_reason = v_reason,
          raw_template_id = p_stack_template,

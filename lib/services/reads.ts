@@ -322,7 +322,7 @@ export function createReadService(pool: pg.Pool, registry: Registry) {
       const s = await stackRow(actor, ref)
       const id = traversalId === 'current' ? s.current_traversal_id : traversalId
       if (!id || !/^[0-9a-f-]{36}$/i.test(String(id))) throw new NotFoundError('traversal not found')
-      const { rows } = await pool.query('SELECT id, graph, action, outcome FROM traversal WHERE id = $1 AND stack_id = $2', [id, s.id])
+      const { rows } = await pool.query('SELECT t.id, g.graph, t.action, t.outcome FROM traversal t JOIN traversal_graph g ON g.traversal_id = t.id WHERE t.id = $1 AND t.stack_id = $2', [id, s.id])
       if (!rows[0]) throw new NotFoundError(`traversal ${id} not found`)
       const graph = rows[0].graph as TraversalGraph
       const sp = await pool.query('SELECT resource_id, is_update, state, satisfied, required FROM sync_point WHERE traversal_id = $1', [id])
