@@ -30,7 +30,7 @@ export function createStore(pool: pg.Pool, opts: StoreOptions): ConvergenceStore
   return {
     beginNode: (job) => retry('begin', () => beginNode(pool, opts.workerId, opts.leaseMs, job)),
     finishNode: (job, req) => finishes.finish(job, req),
-    replaceNode: (job, req) => retry('replace', () => replaceNode(pool, opts.workerId, job, req, opts.leaseMs)),
+    replaceNode: (job, req) => retry('replace', () => replaceNode(pool, opts.workerId, job, req, opts.leaseMs, opts.lazyTypes)),
     markInProgress: (job, action) => retry('mark', () => markInProgress(pool, opts.workerId, job, action)),
     recordIntent: (job, properties) => retry('intent', () => recordIntent(pool, opts.workerId, job, properties)),
     reportProgress: (job, message, fraction) => reportProgress(pool, opts.workerId, job, message, fraction).catch(() => {}),

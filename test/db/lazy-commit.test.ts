@@ -1,14 +1,15 @@
 /**
  * Lazy commits (kiln_commit_lazily, lib/db/functions/10_events.sql): a node
  * step whose every row is of a state-only type the worker names commits with
- * synchronous_commit off; a step that releases or locks any other row waits
+ * synchronous_commit off (a claim, a finish, a batch, a replacement); a step
+ * that releases or locks any other row waits
  * for the disk. Each case runs the real engine call inside an open
  * transaction and reads the setting that transaction would commit with.
  */
 import crypto from 'node:crypto'
 import pg from 'pg'
 import { afterAll, beforeAll, expect, test } from 'vitest'
-import { finishNode, finishNodes } from '../../lib/db/queries/node'
+import { finishNode, finishNodes, replaceNode } from '../../lib/db/queries/node'
 import { claimAndBeginJobs } from '../../lib/db/queries/queue'
 import { registerWorker } from '../../lib/db/queries/workers'
 import type { ClaimedJob, FinishRequest } from '../../lib/engine/ports'
@@ -120,4 +121,22 @@ resources:
   const some = await claimed('batch-mixed', template, [...NONE, 'OS::Heat::TestResource'])
   const mixedItems = some.jobs.map((job) => ({ job, req: done([]) }))
   expect(await commitsWith(() => finishNodes(one, some.worker, mixedItems, LEASE_MS, NONE))).toBe('on')
+})
+
+test('a replacement commits lazily only when the old row, the new one and the node it begins are state-only', async () => {
+  // The replace call releases the old row and begins its replacement: a replace-all's calls used
+  // to wait for the disk each, queued on the stack's event lock (15 ms of wait per node, --profile).
+  const replace = (type: string) => ({ type, requires: [], reason: 'replace', claim: true, holdsLock: true })
+  const lazy = await claimed('replace-lazy', PAIR('OS::Heat::None', 'OS::Heat::None'), NONE)
+  let out: Awaited<ReturnType<typeof replaceNode>> | undefined
+  expect(await commitsWith(async () => (out = await replaceNode(one, lazy.worker, lazy.jobs[0]!, replace('OS::Heat::None'), LEASE_MS, NONE)))).toBe('off')
+  expect(out?.outcome === 'ok' && out.claimed?.begun?.outcome).toBe('locked')
+
+  // The replacement is of a type that may touch the world: its lock must be on disk before it acts.
+  const other = await claimed('replace-other', PAIR('OS::Heat::None', 'OS::Heat::None'), NONE)
+  expect(await commitsWith(() => replaceNode(one, other.worker, other.jobs[0]!, replace('OS::Heat::TestResource'), LEASE_MS, NONE))).toBe('on')
+
+  // Nor when the worker names no types.
+  const durable = await claimed('replace-durable', PAIR('OS::Heat::None', 'OS::Heat::None'), NONE)
+  expect(await commitsWith(() => replaceNode(one, durable.worker, durable.jobs[0]!, replace('OS::Heat::None'), LEASE_MS, []))).toBe('on')
 })

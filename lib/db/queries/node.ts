@@ -142,8 +142,11 @@ async function finishResult(pool: pg.Pool, job: ClaimedJob, out: Json): Promise<
   return { outcome: 'ok', claimed }
 }
 
-/** Replace a node's row; with `req.claim` (and `beginLeaseMs`) the new row's node is claimed and begun in the same transaction. */
-export async function replaceNode(pool: pg.Pool, workerId: string, job: ClaimedJob, req: ReplaceRequest, beginLeaseMs?: number): Promise<ReplaceResult> {
+/**
+ * Replace a node's row; with `req.claim` (and `beginLeaseMs`) the new row's node is claimed and begun in the same transaction.
+ * `lazyTypes` as for a finish: a replacement of a state-only row by one commits without waiting for the disk.
+ */
+export async function replaceNode(pool: pg.Pool, workerId: string, job: ClaimedJob, req: ReplaceRequest, beginLeaseMs?: number, lazyTypes: readonly string[] = []): Promise<ReplaceResult> {
   const spec = {
     type: req.type,
     requires: req.requires,
@@ -151,6 +154,7 @@ export async function replaceNode(pool: pg.Pool, workerId: string, job: ClaimedJ
     claim: req.claim,
     holds_lock: req.holdsLock,
     ...(req.claim && beginLeaseMs ? { begin_lease_ms: beginLeaseMs } : {}),
+    ...(lazyTypes.length ? { lazy_types: lazyTypes } : {}),
   }
   const { rows } = await pool.query({ name: 'kiln_replace_node', text: 'SELECT kiln_replace_node($1, $2, $3) AS out', values: [job.id, workerId, JSON.stringify(spec)] })
   const out = rows[0].out as Json
