@@ -9,12 +9,12 @@
 import crypto from 'node:crypto'
 import pg from 'pg'
 import { expect, test } from 'vitest'
-import { finishNode, replaceNode } from '../../lib/db/queries/node'
+import { finishNode, finishNodes, replaceNode } from '../../lib/db/queries/node'
 import { claimAndBeginJobs } from '../../lib/db/queries/queue'
 import { loadTraversal } from '../../lib/db/queries/traversal'
 import { registerWorker } from '../../lib/db/queries/workers'
 import { indexGraph } from '../../lib/engine/graph'
-import type { ClaimedJob } from '../../lib/engine/ports'
+import type { ClaimedJob, FinishRequest } from '../../lib/engine/ports'
 import { nodeId, parseNodeId } from '../../lib/engine/types'
 import type { TestCluster } from '../helpers/cluster'
 import type { TestDatabase } from '../helpers/db'
@@ -84,29 +84,20 @@ test('a chain run after statistics said the sync tables were empty scans none of
 /**
  * Run every node of a traversal on one connection as a worker would with
  * actions that change nothing outside (successors from the stored graph,
- * claim and begin inline), until none is left. Returns how many steps it ran.
+ * claim and begin inline), until none is left. With `batch`, every job in
+ * hand is finished in one kiln_finish_nodes call, as a worker sends the
+ * finishes that are ready together. Returns how many steps it ran.
  */
-async function runByHand(steps: pg.Pool, worker: string, traversalId: string, action: 'CREATE' | 'UPDATE' | 'REPLACE' | 'DELETE'): Promise<number> {
+async function runByHand(steps: pg.Pool, worker: string, traversalId: string, action: 'CREATE' | 'UPDATE' | 'REPLACE' | 'DELETE', batch = false): Promise<number> {
   const index = indexGraph((await loadTraversal(steps, traversalId))!.graph)
-  let queue = await claimAndBeginJobs(steps, worker, 64, 60_000)
-  let ran = 0
-  while (queue.length) {
-    const job = queue.shift()!
+  const request = (job: ClaimedJob): FinishRequest => {
     const begun = job.begun
     if (begun?.outcome !== 'locked') throw new Error(`not begun: ${begun?.outcome}`)
     const key = { rid: job.graphKeyId ?? job.resourceId!, update: job.isUpdate! }
     const id = nodeId(key)
-    if (action === 'REPLACE' && key.update && job.resourceId === key.rid) {
-      // The old row's update node hands itself to a new row, which is claimed and begun in the same call.
-      const res = await replaceNode(steps, worker, job, { type: 'OS::Heat::None', requires: begun.inputs.flatMap((p) => (p ? [p.id] : [])), reason: 'replace', claim: true, holdsLock: true }, 60_000)
-      if (res.outcome !== 'ok' || !res.claimed) throw new Error(`replace: ${res.outcome}`)
-      ran++
-      queue.push(res.claimed)
-      continue
-    }
     const deletes = !key.update && (action === 'DELETE' || action === 'REPLACE')
     const done = { status: 'COMPLETE' as const, statusReason: 'state changed' }
-    const out = await finishNode(steps, worker, job, {
+    return {
       ok: true,
       reason: key.update || deletes ? 'state changed' : 'unchanged',
       set: key.update ? { ...done, action: action === 'REPLACE' ? 'CREATE' : action, currentTemplateId: begun.traversal.rawTemplateId } : deletes ? { ...done, action: 'DELETE' } : {},
@@ -116,13 +107,54 @@ async function runByHand(steps: pg.Pool, worker: string, traversalId: string, ac
       isRoot: index.roots.has(id),
       claim: true,
       claimMax: 64,
-    }, 60_000)
-    if (out.outcome !== 'ok') throw new Error(out.outcome)
-    ran++
-    queue.push(...out.claimed)
+    }
+  }
+  let queue = await claimAndBeginJobs(steps, worker, 64, 60_000)
+  let ran = 0
+  while (queue.length) {
+    if (batch) {
+      const jobs = queue.splice(0)
+      const results = await finishNodes(steps, worker, jobs.map((job) => ({ job, req: request(job) })), 60_000)
+      for (const out of results) {
+        if (out.outcome !== 'ok') throw new Error(out.outcome)
+        queue.push(...out.claimed)
+      }
+      ran += jobs.length
+    } else {
+      const job = queue.shift()!
+      if (action === 'REPLACE' && job.isUpdate && job.resourceId === (job.graphKeyId ?? job.resourceId) && job.begun?.outcome === 'locked') {
+        // The old row's update node hands itself to a new row, which is claimed and begun in the same call.
+        const requires = job.begun.inputs.flatMap((p) => (p ? [p.id] : []))
+        const res = await replaceNode(steps, worker, job, { type: 'OS::Heat::None', requires, reason: 'replace', claim: true, holdsLock: true }, 60_000)
+        if (res.outcome !== 'ok' || !res.claimed) throw new Error(`replace: ${res.outcome}`)
+        queue.push(res.claimed)
+      } else {
+        const out = await finishNode(steps, worker, job, request(job), 60_000)
+        if (out.outcome !== 'ok') throw new Error(out.outcome)
+        queue.push(...out.claimed)
+      }
+      ran++
+    }
     if (!queue.length) queue = await claimAndBeginJobs(steps, worker, 64, 60_000)
   }
   return ran
+}
+
+/** Rows read of every table (index fetches and sequential reads), as the statistics have them after `steps` flushed its own. */
+async function rowsRead(steps: pg.Pool): Promise<Map<string, number>> {
+  await steps.query('SELECT pg_stat_force_next_flush()')
+  await steps.query('SELECT 1')
+  const { rows } = await steps.query(`SELECT relname, coalesce(idx_tup_fetch, 0) + seq_tup_read AS n FROM pg_stat_user_tables`)
+  return new Map(rows.map((r) => [String(r.relname), Number(r.n)]))
+}
+
+/** Rows read per node step, by table, while `run` steps a traversal of `nodes` nodes. */
+async function readsPerNode(steps: pg.Pool, nodes: number, run: () => Promise<number>) {
+  const before = await rowsRead(steps)
+  const ran = await run()
+  const after = await rowsRead(steps)
+  const perNode = Object.fromEntries([...after].map(([t, n]) => [t, (n - (before.get(t) ?? 0)) / nodes]).filter(([, n]) => (n as number) > 0)) as Record<string, number>
+  return { ran, perNode, max: Math.max(...Object.values(perNode)) }
 }
 
 test('every step of a create, an in-place update, a replace-all and a delete reads rows by key, whatever the statistics', async () => {
@@ -142,27 +174,13 @@ test('every step of a create, an in-place update, a replace-all and a delete rea
   const worker = crypto.randomUUID()
   await registerWorker(c.db.pool, worker, 64, 'test')
   const steps = new pg.Pool({ connectionString: db.url, max: 1 })
-  const reads = async () => {
-    await steps.query('SELECT pg_stat_force_next_flush()')
-    await steps.query('SELECT 1')
-    const { rows } = await steps.query(`SELECT relname, coalesce(idx_tup_fetch, 0) + seq_tup_read AS n FROM pg_stat_user_tables`)
-    return new Map(rows.map((r) => [String(r.relname), Number(r.n)]))
-  }
-  /** Rows read per node step, by table, while `run` steps a traversal of `nodes` nodes. */
-  const perNode = async (nodes: number, run: () => Promise<number>) => {
-    const before = await reads()
-    const ran = await run()
-    const after = await reads()
-    return { ran, perNode: Object.fromEntries([...after].map(([t, n]) => [t, (n - (before.get(t) ?? 0)) / nodes]).filter(([, n]) => (n as number) > 0)) as Record<string, number> }
-  }
-  const max = (r: Record<string, number>) => Math.max(...Object.values(r))
   try {
     const created = await c.services.create(c.actor, { name: 'by-key', template })
-    const create = await perNode(N, () => runByHand(steps, worker, created.traversalId!, 'CREATE'))
+    const create = await readsPerNode(steps, N, () => runByHand(steps, worker, created.traversalId!, 'CREATE'))
     expect(create.ran).toBe(N)
 
     const updated = await c.services.update(c.actor, 'by-key', { template })
-    const update = await perNode(2 * N, () => runByHand(steps, worker, updated.traversalId!, 'UPDATE'))
+    const update = await readsPerNode(steps, 2 * N, () => runByHand(steps, worker, updated.traversalId!, 'UPDATE'))
     const { rows } = await c.db.pool.query(`SELECT status, (SELECT count(*)::int FROM event WHERE traversal_id = $1 AND (data->>'inline')::boolean) AS inline FROM stack WHERE id = $2`, [updated.traversalId, updated.stack.id])
     expect(rows[0].status).toBe('COMPLETE')
     // After the last update node the cleanup nodes, all no-ops, are completed inline, 64 per step.
@@ -171,19 +189,53 @@ test('every step of a create, an in-place update, a replace-all and a delete rea
 
     const replaced = await c.services.update(c.actor, 'by-key', { template })
     // Every node: the update node's replace call, the new row's create, the old row's delete.
-    const replace = await perNode(3 * N, () => runByHand(steps, worker, replaced.traversalId!, 'REPLACE'))
+    const replace = await readsPerNode(steps, 3 * N, () => runByHand(steps, worker, replaced.traversalId!, 'REPLACE'))
     expect(replace.ran).toBe(3 * N)
     const { rows: live } = await c.db.pool.query(`SELECT count(*)::int AS n, count(*) FILTER (WHERE replaces IS NULL)::int AS settled FROM resource WHERE stack_id = $1`, [replaced.stack.id])
     expect(live[0]).toEqual({ n: N, settled: N })
 
     const deleted = await c.services.delete(c.actor, 'by-key')
-    const del = await perNode(N, () => runByHand(steps, worker, deleted.traversalId!, 'DELETE'))
+    const del = await readsPerNode(steps, N, () => runByHand(steps, worker, deleted.traversalId!, 'DELETE'))
     expect(del.ran).toBe(N)
     // By key: at most 6.5 rows of any table per node (measured); O(N) per node is over a hundred.
-    expect(max(create.perNode), JSON.stringify(create.perNode)).toBeLessThan(20)
-    expect(max(update.perNode), JSON.stringify(update.perNode)).toBeLessThan(20)
-    expect(max(replace.perNode), JSON.stringify(replace.perNode)).toBeLessThan(20)
-    expect(max(del.perNode), JSON.stringify(del.perNode)).toBeLessThan(20)
+    expect(create.max, JSON.stringify(create.perNode)).toBeLessThan(20)
+    expect(update.max, JSON.stringify(update.perNode)).toBeLessThan(20)
+    expect(replace.max, JSON.stringify(replace.perNode)).toBeLessThan(20)
+    expect(del.max, JSON.stringify(del.perNode)).toBeLessThan(20)
+  } finally {
+    await steps.end()
+  }
+})
+
+test('finishes that end together, batched, read rows by key too', async () => {
+  // Four layers of 30; each node needs two of the layer before. Every job in
+  // hand goes in one kiln_finish_nodes call, which locks the batch's rows and
+  // sync points up front and begins what it makes ready.
+  const layers = 4
+  const width = 30
+  const N = layers * width
+  const template = JSON.stringify({
+    heat_template_version: '2018-08-31',
+    resources: Object.fromEntries(Array.from({ length: N }, (_, i) => {
+      const layer = Math.floor(i / width)
+      const pos = i % width
+      const deps = layer ? [`r${(layer - 1) * width + pos}`, `r${(layer - 1) * width + ((pos + 1) % width)}`] : []
+      return [`r${i}`, deps.length ? { type: 'OS::Heat::None', depends_on: deps } : { type: 'OS::Heat::None' }]
+    })),
+  })
+  const worker = crypto.randomUUID()
+  await registerWorker(c.db.pool, worker, 64, 'test')
+  const steps = new pg.Pool({ connectionString: db.url, max: 1 })
+  try {
+    const created = await c.services.create(c.actor, { name: 'batched', template })
+    const create = await readsPerNode(steps, N, () => runByHand(steps, worker, created.traversalId!, 'CREATE', true))
+    expect(create.ran).toBe(N)
+    const updated = await c.services.update(c.actor, 'batched', { template })
+    const update = await readsPerNode(steps, 2 * N, () => runByHand(steps, worker, updated.traversalId!, 'UPDATE', true))
+    const { rows } = await c.db.pool.query(`SELECT status FROM stack WHERE id = $1`, [updated.stack.id])
+    expect(rows[0].status).toBe('COMPLETE')
+    expect(create.max, JSON.stringify(create.perNode)).toBeLessThan(20)
+    expect(update.max, JSON.stringify(update.perNode)).toBeLessThan(20)
   } finally {
     await steps.end()
   }
