@@ -91,14 +91,16 @@ function toRecord(r: Record<string, unknown>): StackRecord {
   }
 }
 
+/** A raw_template row's values after its id and stack id: source, template, environment, parameters. */
+function templateValues(source: string, template: unknown, environment: unknown, parameters: unknown): string[] {
+  return [source, JSON.stringify(template), JSON.stringify(environment ?? {}), JSON.stringify(parameters ?? {})]
+}
+
 async function insertTemplate(client: pg.PoolClient, id: string, stackId: string, source: string, template: unknown, environment: unknown, parameters: unknown) {
   await client.query(`INSERT INTO raw_template (id, stack_id, source, template, environment, parameters) VALUES ($1, $2, $3, $4, $5, $6)`, [
     id,
     stackId,
-    source,
-    JSON.stringify(template),
-    JSON.stringify(environment ?? {}),
-    JSON.stringify(parameters ?? {}),
+    ...templateValues(source, template, environment, parameters),
   ])
 }
 
@@ -200,7 +202,7 @@ export function createStackService(deps: ServiceDeps) {
                  SELECT $8, s.id, $9, $10, $11, $12 FROM s`,
                 [
                   stackId, actor.projectId, req.name, timeoutMins, req.disableRollback ?? true, actor.name, req.tags ?? [],
-                  templateId, checked.source, JSON.stringify(checked.template.json), JSON.stringify(checked.environmentJson ?? {}), JSON.stringify(checked.parameters ?? {}),
+                  templateId, ...templateValues(checked.source, checked.template.json, checked.environmentJson, checked.parameters),
                 ],
               )
             },

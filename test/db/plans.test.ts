@@ -32,48 +32,27 @@ test('every node-step entry point runs with index lookups and generic plans', as
   for (const r of rows) expect(r.proconfig, r.proname).toEqual(expect.arrayContaining(['enable_seqscan=off', 'plan_cache_mode=force_generic_plan']))
 })
 
+/** A chain of `n` OS::Heat::None resources, each needing the one before. */
+function chainTemplate(n: number): string {
+  return JSON.stringify({
+    heat_template_version: '2018-08-31',
+    resources: Object.fromEntries(Array.from({ length: n }, (_, i) => [`r${i}`, i ? { type: 'OS::Heat::None', depends_on: [`r${i - 1}`] } : { type: 'OS::Heat::None' }])),
+  })
+}
+
 test('a chain run after statistics said the sync tables were empty scans none of them sequentially', async () => {
   const N = 120
-  const names = Array.from({ length: N }, (_, i) => `r${i}`)
-  const template = JSON.stringify({
-    heat_template_version: '2018-08-31',
-    resources: Object.fromEntries(names.map((n, i) => [n, i ? { type: 'OS::Heat::None', depends_on: [`r${i - 1}`] } : { type: 'OS::Heat::None' }])),
-  })
   await c.db.pool.query('VACUUM ANALYZE sync_input, sync_point, job')
   const worker = crypto.randomUUID()
   await registerWorker(c.db.pool, worker, 4, 'test')
-  const res = await c.services.create(c.actor, { name: 'plans', template })
-  const { rows } = await c.db.pool.query(`SELECT id, name FROM resource WHERE stack_id = $1`, [res.stack.id])
-  const idOf = new Map(rows.map((r: { id: number; name: string }) => [r.name, r.id]))
-  const nameOf = new Map(rows.map((r: { id: number; name: string }) => [r.id, r.name]))
+  const res = await c.services.create(c.actor, { name: 'plans', template: chainTemplate(N) })
 
   // One connection runs every step, so its statistics are the whole story.
   const steps = new pg.Pool({ connectionString: db.url, max: 1 })
-  const seqScans = async () => {
-    await steps.query('SELECT pg_stat_force_next_flush()')
-    await steps.query('SELECT 1') // goes idle: the counters are flushed
-    const { rows: t } = await steps.query(`SELECT relname, seq_scan FROM pg_stat_user_tables WHERE relname IN ('sync_input', 'sync_point')`)
-    return Object.fromEntries(t.map((r) => [r.relname, Number(r.seq_scan)]))
-  }
+  const seqScans = async () => Object.fromEntries((await tableStats(steps)).filter((t) => ['sync_input', 'sync_point'].includes(t.table)).map((t) => [t.table, t.seqScans]))
   try {
     const before = await seqScans()
-    let [job]: (ClaimedJob | undefined)[] = await claimAndBeginJobs(steps, worker, 1, 60_000)
-    let done = 0
-    while (job) {
-      const i = Number(nameOf.get(job.resourceId!)!.slice(1))
-      const out = await finishNode(steps, worker, job, {
-        ok: true,
-        set: { action: 'CREATE', status: 'COMPLETE', statusReason: 'state changed' },
-        payload: null,
-        successors: i + 1 < N ? [{ rid: idOf.get(`r${i + 1}`)!, update: true }] : [],
-        isRoot: i + 1 === N,
-        claim: true,
-      }, 60_000)
-      if (out.outcome !== 'ok') throw new Error(out.outcome)
-      done++
-      job = out.claimed[0]
-    }
-    expect(done).toBe(N)
+    expect(await runByHand(steps, worker, res.traversalId!, 'CREATE')).toBe(N)
     await new Promise((r) => setTimeout(r, 50))
     expect(await seqScans()).toEqual(before)
   } finally {
@@ -140,12 +119,16 @@ async function runByHand(steps: pg.Pool, worker: string, traversalId: string, ac
   return ran
 }
 
-/** Rows read of every table (index fetches and sequential reads), as the statistics have them after `steps` flushed its own. */
-async function rowsRead(steps: pg.Pool): Promise<Map<string, number>> {
+/** Per table: sequential scans and rows read (index fetches and sequential reads), as the statistics have them after `steps` flushed its own. */
+async function tableStats(steps: pg.Pool): Promise<{ table: string; seqScans: number; rowsRead: number }[]> {
   await steps.query('SELECT pg_stat_force_next_flush()')
-  await steps.query('SELECT 1')
-  const { rows } = await steps.query(`SELECT relname, coalesce(idx_tup_fetch, 0) + seq_tup_read AS n FROM pg_stat_user_tables`)
-  return new Map(rows.map((r) => [String(r.relname), Number(r.n)]))
+  await steps.query('SELECT 1') // goes idle: the counters are flushed
+  const { rows } = await steps.query(`SELECT relname, seq_scan, coalesce(idx_tup_fetch, 0) + seq_tup_read AS n FROM pg_stat_user_tables`)
+  return rows.map((r) => ({ table: String(r.relname), seqScans: Number(r.seq_scan), rowsRead: Number(r.n) }))
+}
+
+async function rowsRead(steps: pg.Pool): Promise<Map<string, number>> {
+  return new Map((await tableStats(steps)).map((t) => [t.table, t.rowsRead]))
 }
 
 /** Rows read per node step, by table, while `run` steps a traversal of `nodes` nodes. */
@@ -167,10 +150,7 @@ test('every step of a create, an in-place update, a replace-all and a delete rea
   // successors to all of the traversal's sync points. Each O(N) per step, so
   // O(N²) per traversal. By key, a step reads a handful of rows of any table.
   const N = 120
-  const template = JSON.stringify({
-    heat_template_version: '2018-08-31',
-    resources: Object.fromEntries(Array.from({ length: N }, (_, i) => [`r${i}`, i ? { type: 'OS::Heat::None', depends_on: [`r${i - 1}`] } : { type: 'OS::Heat::None' }])),
-  })
+  const template = chainTemplate(N)
   const worker = crypto.randomUUID()
   await registerWorker(c.db.pool, worker, 64, 'test')
   const steps = new pg.Pool({ connectionString: db.url, max: 1 })
