@@ -12,7 +12,7 @@ import { expect, test } from 'vitest'
 import { finishNode, finishNodes, replaceNode } from '../../lib/db/queries/node'
 import { claimAndBeginJobs } from '../../lib/db/queries/queue'
 import { loadTraversal } from '../../lib/db/queries/traversal'
-import { registerWorker } from '../../lib/db/queries/workers'
+import { registerWorker, sweep } from '../../lib/db/queries/workers'
 import { indexGraph } from '../../lib/engine/graph'
 import type { ClaimedJob, FinishRequest } from '../../lib/engine/ports'
 import { nodeId, parseNodeId } from '../../lib/engine/types'
@@ -216,6 +216,54 @@ test('finishes that end together, batched, read rows by key too', async () => {
     expect(rows[0].status).toBe('COMPLETE')
     expect(create.max, JSON.stringify(create.perNode)).toBeLessThan(20)
     expect(update.max, JSON.stringify(update.perNode)).toBeLessThan(20)
+  } finally {
+    await steps.end()
+  }
+})
+
+test('claims among several live workers and a sweep of a traversal in flight read rows by key, or each row once', async () => {
+  // The claim counts the ready jobs (up to eight shares) and the live workers
+  // that have not claimed just now, to take a fair share; the sweeper looks
+  // for lost nodes among every sync point of a running traversal. Each must
+  // stay O(1) per job claimed and O(N) per sweep, not O(N) per job or O(N²).
+  const N = 200
+  const template = JSON.stringify({
+    heat_template_version: '2018-08-31',
+    resources: Object.fromEntries(Array.from({ length: N }, (_, i) => [`r${i}`, { type: 'OS::Heat::None' }])),
+  })
+  const worker = crypto.randomUUID()
+  await registerWorker(c.db.pool, worker, 64, 'test')
+  for (let i = 0; i < 3; i++) await registerWorker(c.db.pool, crypto.randomUUID(), 64, 'test')
+  const steps = new pg.Pool({ connectionString: db.url, max: 1 })
+  try {
+    const created = await c.services.create(c.actor, { name: 'claims-and-sweeps', template })
+    let claimed = 0
+    const claims = await readsPerNode(steps, 64, async () => {
+      while (claimed < 64) {
+        const jobs = await claimAndBeginJobs(steps, worker, 8, 60_000)
+        // Four live workers, none of the others claiming: a share of 64 counted / 4, capped at the 8 asked for.
+        expect(jobs.length).toBe(8)
+        claimed += jobs.length
+      }
+      return claimed
+    })
+    expect(claims.ran).toBe(64)
+
+    // Every node old enough to count as lost if it had no job: the sweep must look at each once.
+    await c.db.pool.query(`UPDATE sync_point SET updated_at = now() - interval '1 minute' WHERE traversal_id = $1`, [created.traversalId])
+    let report: Awaited<ReturnType<typeof sweep>> | null = null
+    const swept = await readsPerNode(steps, N, async () => {
+      report = await sweep(steps, 60_000)
+      return N
+    })
+    // 64 nodes running on live locks, the rest READY with their jobs: nothing is lost.
+    expect(report).toMatchObject({ broken: 0, requeued: 0, released: 0, timedOut: 0 })
+
+    // Measured: 11 job rows per claimed job (the count of up to 64 ready jobs per claim of 8) and 2 per node
+    // per sweep. Before, a bitmap scan counted the whole queue on every claim (31.5 per job here, growing
+    // with N) and the lost-node check read the traversal's queue once per node (783 per node at N = 1,600).
+    expect(claims.max, JSON.stringify(claims.perNode)).toBeLessThan(20)
+    expect(swept.max, JSON.stringify(swept.perNode)).toBeLessThan(10)
   } finally {
     await steps.end()
   }

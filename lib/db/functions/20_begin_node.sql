@@ -309,8 +309,13 @@ $$;
 -- job waits for a timer: each round claims at least one job, so the rounds end.
 -- Measured (layered-100, D = 0.2 s, two workers): the first layer's finishes
 -- returned in 13 ms instead of 26 ms.
+--
+-- No bitmap scans: a bitmap index scan reads the whole index before any
+-- LIMIT applies, so the count of ready jobs read the entire queue on every
+-- claim (a cached plan chose it: ~1,600 index entries per claim of 8 from a
+-- 1,600-job queue, test/db/plans.test.ts). A plain index scan stops at the limit.
 DROP FUNCTION IF EXISTS kiln_claim_jobs(uuid, int, int);
-CREATE OR REPLACE FUNCTION kiln_claim_jobs(p_worker uuid, p_limit int, p_lease_ms int, p_lazy_types jsonb DEFAULT NULL) RETURNS jsonb LANGUAGE plpgsql SET enable_seqscan = off SET plan_cache_mode = force_generic_plan AS $$
+CREATE OR REPLACE FUNCTION kiln_claim_jobs(p_worker uuid, p_limit int, p_lease_ms int, p_lazy_types jsonb DEFAULT NULL) RETURNS jsonb LANGUAGE plpgsql SET enable_seqscan = off SET enable_bitmapscan = off SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
   v_lazy boolean := p_lazy_types IS NOT NULL;
   v_job job%ROWTYPE;
