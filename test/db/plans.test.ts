@@ -134,11 +134,13 @@ async function rowsRead(steps: pg.Pool): Promise<Map<string, number>> {
 /** Rows read per node step, by table, while `run` steps a traversal of `nodes` nodes. */
 /**
  * The service calls that start each traversal run on the cluster's own pool,
- * whose connections flush their statistics up to ten seconds after going idle:
- * flushed inside the measured window, a submit's reads counted as the steps'
- * (a full-suite run once saw 36 job rows per node of a delete). Every
- * connection of that pool flushes first (one query per connection, held at
- * once so that each lands on its own).
+ * whose connections may flush their statistics seconds after going idle: a
+ * submit's reads flushed inside the measured window would count as the
+ * steps'. Every connection of that pool flushes first (one query per
+ * connection, held at once so that each lands on its own). Added after one
+ * full-suite run measured 36 job rows per node for a delete (about 2 when this
+ * file runs alone) while the finish function was being changed; whether this
+ * was the cause was not pinned down.
  */
 async function flushPoolStats(pool: pg.Pool): Promise<void> {
   const clients = await Promise.all(Array.from({ length: pool.options.max ?? 10 }, () => pool.connect()))
