@@ -63,6 +63,8 @@ DECLARE
   v_released int := 0;
   v_timed_out boolean := false;
   v_lease interval := p_lease_ms * interval '1 millisecond';
+  -- rows whose dead holder acted for the current traversal: their nodes run again
+  v_rerun int[] := '{}';
 BEGIN
   SELECT * INTO s FROM stack WHERE id = p_stack FOR NO KEY UPDATE;
   IF NOT FOUND THEN RETURN '{}'; END IF;
@@ -73,17 +75,23 @@ BEGIN
     v_events := v_events || kiln_break_dead_lock(r, true);
     v_ev := kiln_retrigger_waiter(s, r.id, r.waiter_traversal_id, r.waiter_is_update);
     IF v_ev IS NOT NULL THEN v_events := v_events || v_ev; v_requeued := v_requeued + 1; END IF;
-    IF s.current_traversal_id IS NOT DISTINCT FROM r.lock_traversal_id THEN
-      -- Re-run the holder's node: its job (claimed by the dead worker) goes back to the queue.
-      FOR dj IN SELECT * FROM job WHERE traversal_id = r.lock_traversal_id AND resource_id = r.id AND kind = 'check_resource' FOR UPDATE LOOP
-        UPDATE job SET locked_by = NULL, locked_at = NULL WHERE id = dj.id;
-        UPDATE sync_point SET state = 'READY', updated_at = now()
-         WHERE traversal_id = dj.traversal_id AND resource_id = coalesce(dj.graph_key_id, dj.resource_id) AND is_update = dj.is_update
-           AND state = 'RUNNING';
-        v_requeued := v_requeued + 1;
-      END LOOP;
-    END IF;
+    IF s.current_traversal_id IS NOT DISTINCT FROM r.lock_traversal_id THEN v_rerun := v_rerun || r.id; END IF;
   END LOOP;
+  -- Re-run the holders' nodes: their jobs (claimed by the dead worker) go back
+  -- to the queue. One statement for all of them: a lookup per broken lock
+  -- scanned the job table each time (no index leads with the traversal or the
+  -- row; 64 broken locks, 64 sequential scans of the whole queue;
+  -- test/db/plans.test.ts).
+  IF cardinality(v_rerun) > 0 THEN
+    FOR dj IN SELECT * FROM job WHERE stack_id = p_stack AND traversal_id = s.current_traversal_id AND resource_id = ANY(v_rerun)
+                 AND kind = 'check_resource' ORDER BY id FOR UPDATE LOOP
+      UPDATE job SET locked_by = NULL, locked_at = NULL WHERE id = dj.id;
+      UPDATE sync_point SET state = 'READY', updated_at = now()
+       WHERE traversal_id = dj.traversal_id AND resource_id = coalesce(dj.graph_key_id, dj.resource_id) AND is_update = dj.is_update
+         AND state = 'RUNNING';
+      v_requeued := v_requeued + 1;
+    END LOOP;
+  END IF;
 
   -- b. jobs claimed by dead workers
   FOR dj IN SELECT * FROM job j WHERE j.stack_id = p_stack AND j.locked_by IS NOT NULL AND j.locked_at < now() - v_lease
