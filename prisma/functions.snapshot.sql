@@ -7,6 +7,12 @@ CREATE UNIQUE INDEX IF NOT EXISTS stack_project_live_name_key ON stack (project_
 -- The claim query scans only available jobs, oldest first.
 CREATE INDEX IF NOT EXISTS job_available_idx ON job (id) WHERE locked_by IS NULL;
 
+-- A failing traversal's jobs in flight (kiln_maybe_finish_failed, at every
+-- settle while it fails): without it the check searched the traversal's
+-- queue for one, per finish (15.7 job rows per finish for an 800-node
+-- traversal, growing with its size; test/db/plans.test.ts).
+CREATE INDEX IF NOT EXISTS job_claimed_idx ON job (traversal_id) WHERE locked_by IS NOT NULL;
+
 -- The sweeper looks for locks whose lease ran out.
 CREATE INDEX IF NOT EXISTS resource_locked_lease_idx ON resource (lease_expires_at) WHERE engine_id IS NOT NULL;
 

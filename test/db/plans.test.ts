@@ -304,3 +304,49 @@ test('claims among several live workers and a sweep of a traversal in flight rea
     await steps.end()
   }
 })
+
+test('while a traversal fails, each finish checks the jobs in flight, not the whole queue', async () => {
+  // One node of a wide create fails; the 63 others in flight finish, and each
+  // finish settles (kiln_settle), which fails the stack once nothing is in
+  // flight. That check once searched the traversal's queue every time
+  // (15.7 job rows per finish for 800 nodes, growing with N: O(N × in flight) per failure).
+  const N = 800
+  const template = JSON.stringify({
+    heat_template_version: '2018-08-31',
+    resources: Object.fromEntries(Array.from({ length: N }, (_, i) => [`r${i}`, { type: 'OS::Heat::None' }])),
+  })
+  const worker = crypto.randomUUID()
+  await registerWorker(c.db.pool, worker, 64, 'test')
+  // The claims below take the oldest ready jobs: none of a stack an earlier test left in the queue.
+  // Then statistics that say the queue is empty, as the first test's do for the sync tables.
+  await c.db.pool.query(`DELETE FROM job`)
+  await c.db.pool.query('VACUUM ANALYZE job')
+  const steps = new pg.Pool({ connectionString: db.url, max: 1 })
+  try {
+    const created = await c.services.create(c.actor, { name: 'failing', template, disableRollback: true })
+    const jobs: ClaimedJob[] = []
+    for (let i = 0; i < 8; i++) jobs.push(...(await claimAndBeginJobs(steps, worker, 8, 60_000)))
+    expect(jobs.length).toBe(64)
+    const finish = async (job: ClaimedJob, ok: boolean) => {
+      const set = { action: 'CREATE' as const, status: ok ? ('COMPLETE' as const) : ('FAILED' as const), statusReason: ok ? 'state changed' : 'boom' }
+      const out = await finishNode(steps, worker, job, { ok, reason: set.statusReason, set, payload: null, successors: [], isRoot: true, claim: false }, 60_000)
+      expect(out.outcome).toBe('ok')
+    }
+    // Measured: the failure and the 62 finishes after it, each with its settle. The last
+    // finish (after the window) fails the stack and drops the queue, once, O(N).
+    const last = jobs.pop()!
+    const failing = await readsPerNode(steps, jobs.length, async () => {
+      for (const [i, job] of jobs.entries()) await finish(job, i > 0)
+      return jobs.length
+    })
+    const { rows: before } = await c.db.pool.query(`SELECT status FROM stack WHERE id = $1`, [created.stack.id])
+    expect(before[0].status).toBe('IN_PROGRESS')
+    await finish(last, true)
+    const { rows } = await c.db.pool.query(`SELECT status FROM stack WHERE id = $1`, [created.stack.id])
+    expect(rows[0].status).toBe('FAILED')
+    // Per finish: 3 job rows (measured); reading the queue to find a job in flight, 15.7 at 800 nodes, growing with N.
+    expect(failing.max, JSON.stringify(failing.perNode)).toBeLessThan(8)
+  } finally {
+    await steps.end()
+  }
+})
