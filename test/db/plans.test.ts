@@ -32,6 +32,14 @@ test('every node-step entry point runs with index lookups and generic plans', as
   for (const r of rows) expect(r.proconfig, r.proname).toEqual(expect.arrayContaining(['enable_seqscan=off', 'plan_cache_mode=force_generic_plan']))
 })
 
+/** `n` independent OS::Heat::None resources. */
+function wideTemplate(n: number): string {
+  return JSON.stringify({
+    heat_template_version: '2018-08-31',
+    resources: Object.fromEntries(Array.from({ length: n }, (_, i) => [`r${i}`, { type: 'OS::Heat::None' }])),
+  })
+}
+
 /** A chain of `n` OS::Heat::None resources, each needing the one before. */
 function chainTemplate(n: number): string {
   return JSON.stringify({
@@ -248,10 +256,7 @@ test('claims among several live workers and a sweep of a traversal in flight rea
   // for lost nodes among every sync point of a running traversal. Each must
   // stay O(1) per job claimed and O(N) per sweep, not O(N) per job or O(N²).
   const N = 200
-  const template = JSON.stringify({
-    heat_template_version: '2018-08-31',
-    resources: Object.fromEntries(Array.from({ length: N }, (_, i) => [`r${i}`, { type: 'OS::Heat::None' }])),
-  })
+  const template = wideTemplate(N)
   const worker = crypto.randomUUID()
   await registerWorker(c.db.pool, worker, 64, 'test')
   for (let i = 0; i < 3; i++) await registerWorker(c.db.pool, crypto.randomUUID(), 64, 'test')
@@ -311,10 +316,7 @@ test('while a traversal fails, each finish checks the jobs in flight, not the wh
   // flight. That check once searched the traversal's queue every time
   // (15.7 job rows per finish for 800 nodes, growing with N: O(N × in flight) per failure).
   const N = 800
-  const template = JSON.stringify({
-    heat_template_version: '2018-08-31',
-    resources: Object.fromEntries(Array.from({ length: N }, (_, i) => [`r${i}`, { type: 'OS::Heat::None' }])),
-  })
+  const template = wideTemplate(N)
   const worker = crypto.randomUUID()
   await registerWorker(c.db.pool, worker, 64, 'test')
   // The claims below take the oldest ready jobs: none of a stack an earlier test left in the queue.
