@@ -78,10 +78,9 @@ BEGIN
     IF s.current_traversal_id IS NOT DISTINCT FROM r.lock_traversal_id THEN v_rerun := v_rerun || r.id; END IF;
   END LOOP;
   -- Re-run the holders' nodes: their jobs (claimed by the dead worker) go back
-  -- to the queue. One statement for all of them: a lookup per broken lock
-  -- scanned the job table each time (no index leads with the traversal or the
-  -- row; 64 broken locks, 64 sequential scans of the whole queue;
-  -- test/db/plans.test.ts).
+  -- to the queue. One statement for all of them: a lookup per broken lock, by
+  -- traversal and row, scanned the job table each time (64 broken locks, 64
+  -- sequential scans of the whole queue; test/db/plans.test.ts).
   IF cardinality(v_rerun) > 0 THEN
     FOR dj IN SELECT * FROM job WHERE stack_id = p_stack AND traversal_id = s.current_traversal_id AND resource_id = ANY(v_rerun)
                  AND kind = 'check_resource' ORDER BY id FOR UPDATE LOOP
