@@ -57,6 +57,16 @@ export class WorkerRuntime {
   private timers = new Set<NodeJS.Timeout>()
   private pumping = false
   private wanted = false
+  /**
+   * A claim round may have left ready jobs behind for want of a free slot
+   * (a NOTIFY came while every slot was busy, or a claim filled them all):
+   * the next slot to free up claims. Otherwise a freed slot claims nothing,
+   * since every job queued since the last claim came with its own NOTIFY
+   * (the sweeper's re-queues too): in a graph whose nodes wait for two
+   * inputs, half the finishes end their slot, and a claim after each found
+   * nothing while adding a round trip to every burst of finishes.
+   */
+  private owed = false
   private lastHeartbeatOk = Date.now()
   private listenBackoff = 0
   /** Counters for logs and tests. */
@@ -252,7 +262,11 @@ export class WorkerRuntime {
       while (this.wanted && this.state === 'running') {
         this.wanted = false
         const free = this.opts.concurrency - this.inFlight.size
-        if (free <= 0) break
+        if (free <= 0) {
+          this.owed = true
+          break
+        }
+        this.owed = false
         const jobs = await claimAndBeginJobs(this.opts.db.pool, this.id, free, this.opts.leaseMs, this.opts.lazyTypes)
         this.stats.claimed += jobs.length
         for (const job of jobs) this.runSlot(job)
@@ -303,7 +317,7 @@ export class WorkerRuntime {
     this.slots.add(slot)
     void slot.finally(() => {
       this.slots.delete(slot)
-      this.wake('slot free')
+      if (this.owed) this.wake('slot free')
     })
   }
 
