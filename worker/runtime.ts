@@ -56,17 +56,16 @@ export class WorkerRuntime {
   private listener: pg.Client | null = null
   private timers = new Set<NodeJS.Timeout>()
   private pumping = false
-  private wanted = false
   /**
-   * A claim round may have left ready jobs behind for want of a free slot
-   * (a NOTIFY came while every slot was busy, or a claim filled them all):
-   * the next slot to free up claims. Otherwise a freed slot claims nothing,
+   * A claim round is asked for and not yet served. It stays set while every
+   * slot is busy (a NOTIFY came then, or the last claim filled them all), and
+   * the next slot to free up serves it. Otherwise a freed slot claims nothing,
    * since every job queued since the last claim came with its own NOTIFY
    * (the sweeper's re-queues too): in a graph whose nodes wait for two
    * inputs, half the finishes end their slot, and a claim after each found
    * nothing while adding a round trip to every burst of finishes.
    */
-  private owed = false
+  private wanted = false
   private lastHeartbeatOk = Date.now()
   private listenBackoff = 0
   /** Counters for logs and tests. */
@@ -260,13 +259,9 @@ export class WorkerRuntime {
     this.pumping = true
     try {
       while (this.wanted && this.state === 'running') {
-        this.wanted = false
         const free = this.opts.concurrency - this.inFlight.size
-        if (free <= 0) {
-          this.owed = true
-          break
-        }
-        this.owed = false
+        if (free <= 0) break
+        this.wanted = false
         const jobs = await claimAndBeginJobs(this.opts.db.pool, this.id, free, this.opts.leaseMs, this.opts.lazyTypes)
         this.stats.claimed += jobs.length
         for (const job of jobs) this.runSlot(job)
@@ -317,7 +312,7 @@ export class WorkerRuntime {
     this.slots.add(slot)
     void slot.finally(() => {
       this.slots.delete(slot)
-      if (this.owed) this.wake('slot free')
+      if (this.wanted) this.wake('slot free')
     })
   }
 
