@@ -152,14 +152,18 @@ async function main() {
     await listener.query('LISTEN kiln_events')
     await watchStackEvents(db.pool, crypto.randomUUID(), [ALL_STACKS], HARNESS_WATCH_MS)
   }
-  let wake: (() => void) | null = null
+  // Everyone waiting for a stack to settle re-reads on any kiln_stack notification
+  // (the replan below waits for several stacks at once).
+  const waiters = new Set<() => void>()
   listener.on('notification', (m) => {
-    if (m.channel === 'kiln_stack') wake?.()
+    if (m.channel !== 'kiln_stack') return
+    for (const w of waiters) w()
+    waiters.clear()
   })
 
   const waitDone = async (stackId: string): Promise<string> => {
     for (;;) {
-      const notified = new Promise<void>((r) => (wake = r))
+      const notified = new Promise<void>((r) => waiters.add(r))
       const { rows: s } = await db.pool.query('SELECT action, status, status_reason FROM stack WHERE id = $1', [stackId])
       if (s[0].status !== 'IN_PROGRESS') return `${s[0].action}_${s[0].status}`
       // Timer reason: a safety net only; the notification normally wakes us.
@@ -184,16 +188,28 @@ async function main() {
   await waitDone((await services.create(actor, { name: 'warm-up', template: benchTemplate('layered', 40, 0, { value: 'w', replace: false }) })).stack.id)
   await waitDone((await services.update(actor, 'warm-up', { template: benchTemplate('layered', 40, 0, { value: 'x', replace: true }) })).stack.id)
   await waitDone((await services.delete(actor, 'warm-up')).stack.id)
-  // After a VACUUM ANALYZE: a small stack's create and delete, so that the
+  // After a VACUUM ANALYZE: small stacks taken through every phase, so that the
   // workers' connections re-plan the node steps' statements (the new
   // statistics invalidated every cached plan) before the measured phase, not
   // during it. Long-running workers keep their plans across operations; only
   // the first steps after an autovacuum's ANALYZE pay for new ones.
+  // Every connection, not one or two: a worker's pool hands out the connection
+  // released last, so one small stack at D = 0 ran on one or two of a worker's
+  // eight, and a burst of the measured phase (ten actions ending together, a
+  // replace call each) re-planned on the rest. REPLAN_STACKS stacks side by
+  // side, with actions long enough to overlap and, in the in-place update, to
+  // be marked UPDATE_IN_PROGRESS (> 50 ms), reach them all.
   let replans = 0
+  const REPLAN_STACKS = 4
   const replan = async () => {
-    const name = `replan-${replans++}`
-    await waitDone((await services.create(actor, { name, template: benchTemplate('layered', 20, 0, { value: 'r', replace: false }) })).stack.id)
-    await waitDone((await services.delete(actor, name)).stack.id)
+    const names = Array.from({ length: REPLAN_STACKS }, (_, i) => `replan-${replans}-${i}`)
+    replans++
+    const tpl = (value: string, replace: boolean) => benchTemplate('wide', 10, 0.06, { value, replace })
+    const each = (op: (name: string) => Promise<{ stack: { id: string } }>) => Promise.all(names.map(async (name) => waitDone((await op(name)).stack.id)))
+    await each((name) => services.create(actor, { name, template: tpl('r', false) }))
+    await each((name) => services.update(actor, name, { template: tpl('s', false) }))
+    await each((name) => services.update(actor, name, { template: tpl('t', true) }))
+    await each((name) => services.delete(actor, name))
   }
 
   const results: Row[] = []
