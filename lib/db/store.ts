@@ -2,8 +2,8 @@
 import type pg from 'pg'
 import type { ConvergenceStore } from '../engine/ports'
 import { withRetry } from './retry'
-import { FinishBatcher } from './finish-batcher'
-import { beginNode, markInProgress, recordIntent, replaceNode, reportProgress } from './queries/node'
+import { FinishBatcher, ReplaceBatcher } from './step-batcher'
+import { beginNode, markInProgress, recordIntent, reportProgress } from './queries/node'
 import { loadTraversal } from './queries/traversal'
 
 export interface StoreOptions {
@@ -21,16 +21,18 @@ export interface StoreOptions {
 
 /**
  * Every call is one transaction and safe to retry: a retry of a call whose
- * first attempt committed finds its job gone and answers 'gone'. Finishes that
- * are ready at the same moment share a transaction (FinishBatcher).
+ * first attempt committed finds its job gone and answers 'gone'. Finishes, and
+ * replace calls, that are ready at the same moment share a transaction
+ * (lib/db/step-batcher.ts).
  */
 export function createStore(pool: pg.Pool, opts: StoreOptions): ConvergenceStore {
   const retry = <T>(what: string, fn: () => Promise<T>) => withRetry(fn, { onRetry: (err) => opts.onRetry?.(what, err) })
   const finishes = new FinishBatcher(pool, opts.workerId, opts.leaseMs, retry, opts.lazyTypes)
+  const replaces = new ReplaceBatcher(pool, opts.workerId, opts.leaseMs, retry, opts.lazyTypes)
   return {
     beginNode: (job) => retry('begin', () => beginNode(pool, opts.workerId, opts.leaseMs, job)),
     finishNode: (job, req) => finishes.finish(job, req),
-    replaceNode: (job, req) => retry('replace', () => replaceNode(pool, opts.workerId, job, req, opts.leaseMs, opts.lazyTypes)),
+    replaceNode: (job, req) => replaces.replace(job, req),
     markInProgress: (job, action) => retry('mark', () => markInProgress(pool, opts.workerId, job, action)),
     recordIntent: (job, properties) => retry('intent', () => recordIntent(pool, opts.workerId, job, properties)),
     reportProgress: (job, message, fraction) => reportProgress(pool, opts.workerId, job, message, fraction).catch(() => {}),

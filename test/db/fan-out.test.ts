@@ -12,7 +12,7 @@ import { expect, test } from 'vitest'
 import { finishNode, finishNodes } from '../../lib/db/queries/node'
 import { claimAndBeginJobs } from '../../lib/db/queries/queue'
 import { registerWorker } from '../../lib/db/queries/workers'
-import { FinishBatcher } from '../../lib/db/finish-batcher'
+import { FinishBatcher, ReplaceBatcher } from '../../lib/db/step-batcher'
 import type { ClaimedJob, FinishRequest } from '../../lib/engine/ports'
 import type { TestCluster } from '../helpers/cluster'
 import type { TestDatabase } from '../helpers/db'
@@ -201,6 +201,59 @@ test('a worker sends the finishes that are ready together as one call once two a
     // The last root's finish settled the stack.
     const { rows: st } = await c.db.pool.query(`SELECT action, status FROM stack WHERE id = $1`, [res.stack.id])
     expect(st[0]).toEqual({ action: 'CREATE', status: 'COMPLETE' })
+  } finally {
+    await pool.end()
+  }
+})
+
+test('replace calls that are ready together go as one call once two are in flight, each as it would alone', async () => {
+  const names = Array.from({ length: 12 }, (_, i) => `p${i}`)
+  const template = JSON.stringify({ heat_template_version: '2018-08-31', resources: Object.fromEntries(names.map((n) => [n, { type: 'OS::Heat::None' }])) })
+  const { worker, res, jobs } = await claimedStack('replaced-together', template)
+  const created = await finishNodes(c.db.pool, worker, jobs.map((job) => ({ job, req: { ok: true, successors: [], isRoot: true, claim: false } })), LEASE_MS)
+  expect(created.map((r) => r.outcome)).toEqual(jobs.map(() => 'ok'))
+  await c.db.pool.query('DELETE FROM job WHERE locked_by IS NULL')
+  const updated = await c.services.update(c.actor, 'replaced-together', { template })
+  const updates = (await claimAndBeginJobs(c.db.pool, worker, 20, LEASE_MS)).filter((j) => j.isUpdate)
+  expect(updates).toHaveLength(12)
+  const { rows: lastSeq } = await c.db.pool.query(`SELECT max(seq)::int AS n FROM event WHERE stack_id = $1`, [res.stack.id])
+
+  const pool = new pg.Pool({ connectionString: db.url, max: 4 })
+  const calls: string[] = []
+  const query = pool.query.bind(pool) as (...a: unknown[]) => Promise<unknown>
+  ;(pool as unknown as { query: (...a: unknown[]) => Promise<unknown> }).query = (...a: unknown[]) => {
+    const name = (a[0] as { name?: string }).name
+    if (name) calls.push(name)
+    return query(...a)
+  }
+  try {
+    const batcher = new ReplaceBatcher(pool, worker, LEASE_MS, (_what, fn) => fn())
+    const results = await Promise.all(updates.map((job) => batcher.replace(job, { type: 'OS::Heat::None', requires: [], reason: 'replace', claim: true, holdsLock: true })))
+    expect(calls).toEqual(['kiln_replace_node', 'kiln_replace_node', 'kiln_replace_nodes'])
+    for (const [i, r] of results.entries()) {
+      if (r.outcome !== 'ok') throw new Error(`replace ${i}: ${r.outcome}`)
+      const job = updates[i]!
+      // The new row replaces the old one and is begun for this worker, impersonating its graph node.
+      expect(r.replacement.replaces).toBe(job.resourceId)
+      expect(r.claimed?.graphKeyId).toBe(job.resourceId)
+      expect(r.claimed?.begun?.outcome).toBe('locked')
+    }
+    const { rows } = await c.db.pool.query(
+      `SELECT o.name, o.engine_id AS old_holder, o.replaced_by, n.id AS new_id, n.engine_id AS new_holder, n.lock_traversal_id
+         FROM resource o JOIN resource n ON n.replaces = o.id WHERE o.stack_id = $1 ORDER BY o.name`, [res.stack.id])
+    expect(rows).toHaveLength(12)
+    for (const row of rows) {
+      expect(row.old_holder).toBeNull()
+      expect(row.replaced_by).toBe(row.new_id)
+      expect(row.new_holder).toBe(worker)
+      expect(row.lock_traversal_id).toBe(updated.traversalId)
+    }
+    // Every call's events, numbered on from the last one without a gap.
+    const { rows: evs } = await c.db.pool.query(`SELECT seq::int AS seq, reason FROM event WHERE stack_id = $1 AND seq > $2 ORDER BY seq`, [res.stack.id, lastSeq[0].n])
+    expect(evs.map((e) => e.seq)).toEqual(evs.map((_, i) => lastSeq[0].n + 1 + i))
+    expect(evs.filter((e) => String(e.reason).startsWith('replaced:'))).toHaveLength(12)
+    const { rows: sp } = await c.db.pool.query(`SELECT count(*)::int AS n FROM sync_point WHERE traversal_id = $1 AND is_update AND state = 'RUNNING'`, [updated.traversalId])
+    expect(sp[0].n).toBe(12)
   } finally {
     await pool.end()
   }

@@ -25,7 +25,7 @@ let db: TestDatabase
 let c: TestCluster
 workerlessCluster((d, cl) => ((db = d), (c = cl)))
 
-const ENTRY_POINTS = ['kiln_begin_node', 'kiln_claim_jobs', 'kiln_finish_node', 'kiln_finish_nodes', 'kiln_replace_node', 'kiln_mark_in_progress', 'kiln_node_progress', 'kiln_settle', 'kiln_heartbeat']
+const ENTRY_POINTS = ['kiln_begin_node', 'kiln_claim_jobs', 'kiln_finish_node', 'kiln_finish_nodes', 'kiln_replace_node', 'kiln_replace_nodes', 'kiln_mark_in_progress', 'kiln_node_progress', 'kiln_settle', 'kiln_heartbeat']
 
 test('every node-step entry point runs with index lookups and generic plans', async () => {
   const { rows } = await c.db.pool.query(`SELECT proname, proconfig FROM pg_proc WHERE proname = ANY($1)`, [ENTRY_POINTS])

@@ -15,8 +15,13 @@
 -- without waiting for the disk, as a finish does. It used to wait: the replace
 -- calls of a replace-all queued on the stack's event lock, each holding it
 -- through a flush (layered-1000: 15 ms of lock wait per node, --profile).
+--
+-- With p_emit false (kiln_replace_nodes), the sync points are already locked
+-- and the events, the need to notify and whether the call may commit lazily
+-- are returned (`stack_id`, `events`, `notify`, `lazy`) for the batch.
 
-CREATE OR REPLACE FUNCTION kiln_replace_node(p_job bigint, p_worker uuid, p_spec jsonb) RETURNS jsonb LANGUAGE plpgsql SET enable_seqscan = off SET plan_cache_mode = force_generic_plan AS $$
+DROP FUNCTION IF EXISTS kiln_replace_node(bigint, uuid, jsonb);
+CREATE OR REPLACE FUNCTION kiln_replace_node(p_job bigint, p_worker uuid, p_spec jsonb, p_emit boolean DEFAULT true) RETURNS jsonb LANGUAGE plpgsql SET enable_seqscan = off SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
   j job%ROWTYPE;
   s stack%ROWTYPE;
@@ -33,6 +38,8 @@ DECLARE
   v_waiter_upd boolean;
   v_begin jsonb;
   v_lazy_types jsonb := p_spec->'lazy_types';
+  v_lazy boolean;
+  v_notify boolean;
 BEGIN
   SELECT * INTO j FROM job WHERE id = p_job;
   IF NOT FOUND OR j.locked_by IS DISTINCT FROM p_worker THEN RETURN jsonb_build_object('outcome', 'gone'); END IF;
@@ -55,6 +62,9 @@ BEGIN
   IF s.current_traversal_id IS DISTINCT FROM j.traversal_id THEN
     -- Superseded while we were deciding: the newer traversal decides for itself.
     v_ev := kiln_retrigger_waiter(s, r.id, v_waiter_trav, v_waiter_upd);
+    IF NOT p_emit THEN
+      RETURN jsonb_build_object('outcome', 'stale', 'stack_id', s.id, 'events', CASE WHEN v_ev IS NULL THEN '[]'::jsonb ELSE jsonb_build_array(v_ev) END, 'notify', v_ev IS NOT NULL);
+    END IF;
     IF v_ev IS NOT NULL THEN
       PERFORM kiln_emit(s.id, jsonb_build_array(v_ev));
       PERFORM pg_notify('kiln_jobs', '');
@@ -68,7 +78,9 @@ BEGIN
           ARRAY(SELECT jsonb_array_elements_text(coalesce(p_spec->'requires', '[]'))::int), r.id, t.id)
   RETURNING * INTO v_new;
   UPDATE resource SET replaced_by = v_new.id, atomic_key = atomic_key + 1 WHERE id = r.id;
-  PERFORM kiln_lock_sync_points(t.id, ARRAY[v_key, CASE WHEN v_waiter_trav = t.id THEN r.id END], ARRAY[true, v_waiter_upd]);
+  IF p_emit THEN
+    PERFORM kiln_lock_sync_points(t.id, ARRAY[v_key, CASE WHEN v_waiter_trav = t.id THEN r.id END], ARRAY[true, v_waiter_upd]);
+  END IF;
   UPDATE sync_point SET state = 'READY', actor_id = v_new.id, updated_at = now()
    WHERE traversal_id = t.id AND resource_id = v_key AND is_update = true;
   INSERT INTO job (kind, stack_id, traversal_id, resource_id, is_update, graph_key_id, locked_by, locked_at, attempts)
@@ -84,14 +96,76 @@ BEGIN
     v_begin := kiln_begin_core(v_job.id, p_worker, (p_spec->>'begin_lease_ms')::int, true);
     v_events := v_events || (v_begin->'events');
   END IF;
-  IF coalesce(v_lazy_types ? r.type AND v_lazy_types ? v_new.type, false)
-     AND (v_begin IS NULL OR kiln_begun_lazily(v_begin->'result', v_lazy_types)) THEN
-    PERFORM kiln_commit_lazily();
+  v_lazy := coalesce(v_lazy_types ? r.type AND v_lazy_types ? v_new.type, false)
+            AND (v_begin IS NULL OR kiln_begun_lazily(v_begin->'result', v_lazy_types));
+  v_notify := NOT v_claim OR v_ev IS NOT NULL;
+  IF NOT p_emit THEN
+    RETURN jsonb_build_object('outcome', 'ok', 'replacement', to_jsonb(v_new), 'claimed', CASE WHEN v_claim THEN to_jsonb(v_job) END,
+      'begun', v_begin->'result', 'settle', v_begin->'settle', 'stack_id', s.id, 'events', v_events, 'notify', v_notify, 'lazy', v_lazy);
   END IF;
+  IF v_lazy THEN PERFORM kiln_commit_lazily(); END IF;
   PERFORM kiln_emit(s.id, v_events);
-  IF NOT v_claim OR v_ev IS NOT NULL THEN PERFORM pg_notify('kiln_jobs', ''); END IF;
+  IF v_notify THEN PERFORM pg_notify('kiln_jobs', ''); END IF;
   RETURN jsonb_build_object('outcome', 'ok', 'replacement', to_jsonb(v_new), 'claimed', CASE WHEN v_claim THEN to_jsonb(v_job) END,
     'begun', v_begin->'result', 'settle', v_begin->'settle');
+END $$;
+
+-- kiln_replace_nodes: the replace calls one worker has ready at the same
+-- moment, in one transaction: one commit and one turn at the stack's event
+-- lock instead of one each (a replace-all's first layer sends ten at once,
+-- which queued on that lock). Lock order (10_events.sql) across the batch:
+-- the stacks, the old rows, then every sync point the calls write (each
+-- node's, and a waiter's in the stack's current traversal), each set in key
+-- order; each call inside takes only locks the batch holds (its new row is
+-- its own). p_items: [{ job, spec }] (spec as for kiln_replace_node); returns
+-- the results in the same order.
+CREATE OR REPLACE FUNCTION kiln_replace_nodes(p_worker uuid, p_items jsonb) RETURNS jsonb LANGUAGE plpgsql SET enable_seqscan = off SET plan_cache_mode = force_generic_plan AS $$
+DECLARE
+  v_ids bigint[] := ARRAY(SELECT (e->>'job')::bigint FROM jsonb_array_elements(p_items) e);
+  k record;
+  v jsonb;
+  v_item jsonb;
+  v_out jsonb[] := '{}';
+  v_ev_stacks uuid[] := '{}';
+  v_ev_lists jsonb[] := '{}';
+  v_lazy boolean := true;
+  v_notify boolean := false;
+BEGIN
+  PERFORM 1 FROM stack WHERE id IN (SELECT stack_id FROM job WHERE id = ANY(v_ids) AND locked_by = p_worker) ORDER BY id FOR SHARE;
+  PERFORM 1 FROM resource WHERE id IN (SELECT resource_id FROM job WHERE id = ANY(v_ids) AND locked_by = p_worker) ORDER BY id FOR UPDATE;
+  FOR k IN
+    WITH it AS (
+      SELECT j.traversal_id, s.current_traversal_id AS cur, coalesce(j.graph_key_id, j.resource_id) AS node,
+             r.id AS rid, r.waiter_traversal_id AS wt, r.waiter_is_update AS wu,
+             coalesce((e->'spec'->>'holds_lock')::boolean, true) AS holds
+        FROM jsonb_array_elements(p_items) e
+        JOIN job j ON j.id = (e->>'job')::bigint AND j.locked_by = p_worker
+        JOIN stack s ON s.id = j.stack_id
+        JOIN resource r ON r.id = j.resource_id
+    ), keys AS (
+      SELECT cur AS trav, node AS rid, true AS upd FROM it WHERE traversal_id = cur
+      UNION SELECT cur, rid, wu FROM it WHERE holds AND wt = cur
+    )
+    SELECT trav, array_agg(rid) AS rids, array_agg(upd) AS upds FROM keys GROUP BY trav ORDER BY trav
+  LOOP
+    PERFORM kiln_lock_sync_points(k.trav, k.rids, k.upds);
+  END LOOP;
+
+  FOR v_item IN SELECT e FROM jsonb_array_elements(p_items) e LOOP
+    v := kiln_replace_node((v_item->>'job')::bigint, p_worker, v_item->'spec', false);
+    -- Lazily only when every call of the batch may (a 'gone' one wrote nothing, but says no).
+    v_lazy := v_lazy AND coalesce((v->>'lazy')::boolean, false);
+    v_notify := v_notify OR coalesce((v->>'notify')::boolean, false);
+    IF v ? 'events' THEN
+      v_ev_stacks := v_ev_stacks || (v->>'stack_id')::uuid;
+      v_ev_lists := v_ev_lists || (v->'events');
+    END IF;
+    v_out := v_out || (v - 'events' - 'stack_id' - 'lazy' - 'notify');
+  END LOOP;
+  IF v_lazy THEN PERFORM kiln_commit_lazily(); END IF;
+  PERFORM kiln_emit_each(kiln_events_by_stack(v_ev_stacks, v_ev_lists));
+  IF v_notify THEN PERFORM pg_notify('kiln_jobs', ''); END IF;
+  RETURN to_jsonb(v_out);
 END $$;
 
 -- An in-place update is about to start: show UPDATE_IN_PROGRESS (creates and

@@ -147,7 +147,29 @@ async function finishResult(pool: pg.Pool, job: ClaimedJob, out: Json): Promise<
  * `lazyTypes` as for a finish: a replacement of a state-only row by one commits without waiting for the disk.
  */
 export async function replaceNode(pool: pg.Pool, workerId: string, job: ClaimedJob, req: ReplaceRequest, beginLeaseMs?: number, lazyTypes: readonly string[] = []): Promise<ReplaceResult> {
-  const spec = {
+  const spec = replaceSpec(req, beginLeaseMs, lazyTypes)
+  const { rows } = await pool.query({ name: 'kiln_replace_node', text: 'SELECT kiln_replace_node($1, $2, $3) AS out', values: [job.id, workerId, JSON.stringify(spec)] })
+  return replaceResult(pool, job, rows[0].out as Json)
+}
+
+/**
+ * Several replace calls of one worker in one transaction (kiln_replace_nodes): one commit
+ * and one turn at the stack's event lock for calls that are ready at the same moment.
+ * Results come back in the order of `items`.
+ */
+export async function replaceNodes(
+  pool: pg.Pool, workerId: string, items: { job: ClaimedJob; req: ReplaceRequest }[], beginLeaseMs?: number, lazyTypes: readonly string[] = [],
+): Promise<ReplaceResult[]> {
+  const body = items.map(({ job, req }) => ({ job: job.id, spec: replaceSpec(req, beginLeaseMs, lazyTypes) }))
+  const { rows } = await pool.query({ name: 'kiln_replace_nodes', text: 'SELECT kiln_replace_nodes($1, $2) AS out', values: [workerId, JSON.stringify(body)] })
+  const outs = rows[0].out as Json[]
+  const results: ReplaceResult[] = []
+  for (const [i, { job }] of items.entries()) results.push(await replaceResult(pool, job, outs[i]!))
+  return results
+}
+
+function replaceSpec(req: ReplaceRequest, beginLeaseMs: number | undefined, lazyTypes: readonly string[]): Json {
+  return {
     type: req.type,
     requires: req.requires,
     reason: req.reason,
@@ -156,8 +178,9 @@ export async function replaceNode(pool: pg.Pool, workerId: string, job: ClaimedJ
     ...(req.claim && beginLeaseMs ? { begin_lease_ms: beginLeaseMs } : {}),
     ...(lazyTypes.length ? { lazy_types: lazyTypes } : {}),
   }
-  const { rows } = await pool.query({ name: 'kiln_replace_node', text: 'SELECT kiln_replace_node($1, $2, $3) AS out', values: [job.id, workerId, JSON.stringify(spec)] })
-  const out = rows[0].out as Json
+}
+
+async function replaceResult(pool: pg.Pool, job: ClaimedJob, out: Json): Promise<ReplaceResult> {
   if (out.outcome !== 'ok') return { outcome: out.outcome as 'gone' | 'lock_lost' | 'stale' }
   await settleIfAsked(pool, job.stackId, out)
   return { outcome: 'ok', replacement: toResourceRow(out.replacement as Json), claimed: out.claimed ? claimedWithBegin(out.claimed as Json, out.begun) : null }
