@@ -101,6 +101,19 @@ test('with room for all, nothing is queued; a busy row comes back claimed but no
 })
 
 /** A fresh stack of `template` whose ready nodes a new worker has claimed and begun. */
+/** A pool that records the name of every engine call it sends (the calls themselves are real). */
+function spiedPool(): { pool: pg.Pool; calls: string[] } {
+  const pool = new pg.Pool({ connectionString: db.url, max: 4 })
+  const calls: string[] = []
+  const query = pool.query.bind(pool) as (...a: unknown[]) => Promise<unknown>
+  ;(pool as unknown as { query: (...a: unknown[]) => Promise<unknown> }).query = (...a: unknown[]) => {
+    const name = (a[0] as { name?: string }).name
+    if (name) calls.push(name)
+    return query(...a)
+  }
+  return { pool, calls }
+}
+
 async function claimedStack(name: string, template: string) {
   // Queued jobs of an earlier test's stack must not be the ones this claim takes.
   await c.db.pool.query('DELETE FROM job WHERE locked_by IS NULL')
@@ -184,15 +197,7 @@ test('a worker sends the finishes that are ready together as one call once two a
   const { worker, res, jobs } = await claimedStack('gathered', template)
   expect(jobs).toHaveLength(12)
 
-  // Watch which engine calls go to the database (the calls themselves are real).
-  const pool = new pg.Pool({ connectionString: db.url, max: 4 })
-  const calls: string[] = []
-  const query = pool.query.bind(pool) as (...a: unknown[]) => Promise<unknown>
-  ;(pool as unknown as { query: (...a: unknown[]) => Promise<unknown> }).query = (...a: unknown[]) => {
-    const name = (a[0] as { name?: string }).name
-    if (name) calls.push(name)
-    return query(...a)
-  }
+  const { pool, calls } = spiedPool()
   try {
     const batcher = new FinishBatcher(pool, worker, LEASE_MS, (_what, fn) => fn())
     const results = await Promise.all(jobs.map((job) => batcher.finish(job, { ok: true, successors: [], isRoot: true, claim: false })))
@@ -218,14 +223,7 @@ test('replace calls that are ready together go as one call once two are in fligh
   expect(updates).toHaveLength(12)
   const { rows: lastSeq } = await c.db.pool.query(`SELECT max(seq)::int AS n FROM event WHERE stack_id = $1`, [res.stack.id])
 
-  const pool = new pg.Pool({ connectionString: db.url, max: 4 })
-  const calls: string[] = []
-  const query = pool.query.bind(pool) as (...a: unknown[]) => Promise<unknown>
-  ;(pool as unknown as { query: (...a: unknown[]) => Promise<unknown> }).query = (...a: unknown[]) => {
-    const name = (a[0] as { name?: string }).name
-    if (name) calls.push(name)
-    return query(...a)
-  }
+  const { pool, calls } = spiedPool()
   try {
     const batcher = new ReplaceBatcher(pool, worker, LEASE_MS, (_what, fn) => fn())
     const results = await Promise.all(updates.map((job) => batcher.replace(job, { type: 'OS::Heat::None', requires: [], reason: 'replace', claim: true, holdsLock: true })))
