@@ -35,6 +35,7 @@ import { createDb } from '../lib/db/client'
 import { ALL_STACKS, HARNESS_WATCH_MS, watchStackEvents } from '../lib/db/queries/watch'
 import { builtinTypes, createRegistry, typeCatalog } from '../lib/resources/registry'
 import { createStackService } from '../lib/services/stacks'
+import { MARK_AFTER_MS } from '../lib/engine/check-resource'
 import { criticalPathBreakdown, formatBreakdown, round, type Breakdown } from './breakdown'
 import { benchTemplate, criticalPathNodes, type Shape } from './shapes'
 
@@ -198,13 +199,14 @@ async function main() {
   // eight, and a burst of the measured phase (ten actions ending together, a
   // replace call each) re-planned on the rest. REPLAN_STACKS stacks side by
   // side, with actions long enough to overlap and, in the in-place update, to
-  // be marked UPDATE_IN_PROGRESS (> 50 ms), reach them all.
+  // be marked UPDATE_IN_PROGRESS (longer than MARK_AFTER_MS), reach them all.
   let replans = 0
   const REPLAN_STACKS = 4
+  const REPLAN_DELAY_S = (MARK_AFTER_MS + 10) / 1000
   const replan = async () => {
     const names = Array.from({ length: REPLAN_STACKS }, (_, i) => `replan-${replans}-${i}`)
     replans++
-    const tpl = (value: string, replace: boolean) => benchTemplate('wide', 10, 0.06, { value, replace })
+    const tpl = (value: string, replace: boolean) => benchTemplate('wide', 10, REPLAN_DELAY_S, { value, replace })
     const each = (op: (name: string) => Promise<{ stack: { id: string } }>) => Promise.all(names.map(async (name) => waitDone((await op(name)).stack.id)))
     await each((name) => services.create(actor, { name, template: tpl('r', false) }))
     await each((name) => services.update(actor, name, { template: tpl('s', false) }))

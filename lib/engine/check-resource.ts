@@ -100,7 +100,7 @@ export async function runNode(deps: NodeRunnerDeps, job: ClaimedJob): Promise<No
  * running after this long; a quicker one's finish records both states in its
  * own transaction, which saves a round trip per node.
  */
-const MARK_AFTER_MS = 50
+export const MARK_AFTER_MS = 50
 
 class NodeRun {
   /** The action whose IN_PROGRESS state the finish must still record. */
