@@ -12,7 +12,13 @@ CREATE INDEX IF NOT EXISTS job_available_idx ON job (id) WHERE locked_by IS NULL
 -- traversal, growing with its size; test/db/plans.test.ts).
 CREATE INDEX IF NOT EXISTS job_claimed_idx ON job (traversal_id) WHERE locked_by IS NOT NULL;
 
--- The sweeper looks for locks whose lease ran out.
+-- The sweeper looks for locks whose lease ran out. A column an index names,
+-- in its key or its predicate, rules out HOT updates: with this index every
+-- lock, release and heartbeat writes a new entry into each of resource's
+-- indexes. Measured (bench, layered-100 and chain/layered-1000): 12 % of
+-- resource updates were HOT with it, 83 % without it, and the wall times did
+-- not change beyond the noise, so it stays until the sweeper can find expired
+-- leases another way (from the claimed jobs, say) without missing a lock.
 CREATE INDEX IF NOT EXISTS resource_locked_lease_idx ON resource (lease_expires_at) WHERE engine_id IS NOT NULL;
 
 -- Traversals still running (sweeper: deadlines, lost messages).
