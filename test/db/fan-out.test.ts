@@ -100,7 +100,6 @@ test('with room for all, nothing is queued; a busy row comes back claimed but no
   }
 })
 
-/** A fresh stack of `template` whose ready nodes a new worker has claimed and begun. */
 /** A pool that records the name of every engine call it sends (the calls themselves are real). */
 function spiedPool(): { pool: pg.Pool; calls: string[] } {
   const pool = new pg.Pool({ connectionString: db.url, max: 4 })
@@ -114,6 +113,7 @@ function spiedPool(): { pool: pg.Pool; calls: string[] } {
   return { pool, calls }
 }
 
+/** A fresh stack of `template` whose ready nodes a new worker has claimed and begun. */
 async function claimedStack(name: string, template: string) {
   // Queued jobs of an earlier test's stack must not be the ones this claim takes.
   await c.db.pool.query('DELETE FROM job WHERE locked_by IS NULL')
