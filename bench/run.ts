@@ -153,18 +153,30 @@ async function main() {
     await listener.query('LISTEN kiln_events')
     await watchStackEvents(db.pool, crypto.randomUUID(), [ALL_STACKS], HARNESS_WATCH_MS)
   }
-  // Everyone waiting for a stack to settle re-reads on any kiln_stack notification
-  // (the replan below waits for several stacks at once).
+  // Everyone waiting for a stack to settle wakes on any kiln_stack notification
+  // (the replan below waits for several stacks at once). Its payload names the
+  // traversal and how it ended, so a waiter that knows its traversal is done
+  // when the notification arrives, as a client listening on kiln_stack is;
+  // the others re-read the stack row.
   const waiters = new Set<() => void>()
+  const settled = new Map<string, string>()
   listener.on('notification', (m) => {
     if (m.channel !== 'kiln_stack') return
+    try {
+      const p = JSON.parse(m.payload ?? '') as { traversal_id?: string; action?: string; status?: string }
+      if (p.traversal_id && p.action && p.status) settled.set(p.traversal_id, `${p.action}_${p.status}`)
+    } catch {
+      /* not ours: the waiters re-read */
+    }
     for (const w of waiters) w()
     waiters.clear()
   })
 
-  const waitDone = async (stackId: string): Promise<string> => {
+  const waitDone = async (stackId: string, traversalId: string | null = null): Promise<string> => {
     for (;;) {
       const notified = new Promise<void>((r) => waiters.add(r))
+      const said = traversalId === null ? undefined : settled.get(traversalId)
+      if (said) return said
       const { rows: s } = await db.pool.query('SELECT action, status, status_reason FROM stack WHERE id = $1', [stackId])
       if (s[0].status !== 'IN_PROGRESS') return `${s[0].action}_${s[0].status}`
       // Timer reason: a safety net only; the notification normally wakes us.
@@ -200,13 +212,18 @@ async function main() {
   // replace call each) re-planned on the rest. REPLAN_STACKS stacks side by
   // side, with actions long enough to overlap and, in the in-place update, to
   // be marked UPDATE_IN_PROGRESS (longer than MARK_AFTER_MS), reach them all.
+  // Two layers of ten, each node needing two of the first: the in-place
+  // update's last finishes then complete no-op cleanup nodes that have
+  // successors of their own (a cascade, as at the end of every measured
+  // update), whose statements a wide stack never reached, so each measured
+  // update planned them at its end.
   let replans = 0
   const REPLAN_STACKS = 4
   const REPLAN_DELAY_S = (MARK_AFTER_MS + 10) / 1000
   const replan = async () => {
     const names = Array.from({ length: REPLAN_STACKS }, (_, i) => `replan-${replans}-${i}`)
     replans++
-    const tpl = (value: string, replace: boolean) => benchTemplate('wide', 10, REPLAN_DELAY_S, { value, replace })
+    const tpl = (value: string, replace: boolean) => benchTemplate('layered', 20, REPLAN_DELAY_S, { value, replace }, 2)
     const each = (op: (name: string) => Promise<{ stack: { id: string } }>) => Promise.all(names.map(async (name) => waitDone((await op(name)).stack.id)))
     await each((name) => services.create(actor, { name, template: tpl('r', false) }))
     await each((name) => services.update(actor, name, { template: tpl('s', false) }))
@@ -239,7 +256,7 @@ async function main() {
             const started = performance.now()
             const submittedAt = Date.now()
             const res = await run()
-            const outcome = await waitDone(res.stack.id)
+            const outcome = await waitDone(res.stack.id, res.traversalId)
             const wallS = (performance.now() - started) / 1000
             const noticedAt = Date.now()
             const nodes = await nodesOf(res.traversalId)

@@ -2,7 +2,7 @@
  * Benchmark templates of OS::Heat::TestResource in three shapes:
  *   chain    r[i] needs r[i-1]
  *   wide     independent resources
- *   layered  10 layers; each node needs two nodes of the layer before
+ *   layered  10 layers (or `layers`); each node needs two nodes of the layer before
  */
 export type Shape = 'chain' | 'wide' | 'layered'
 
@@ -12,9 +12,8 @@ export interface Phase {
   replace: boolean
 }
 
-export function benchTemplate(shape: Shape, n: number, delaySecs: number, phase: Phase): string {
+export function benchTemplate(shape: Shape, n: number, delaySecs: number, phase: Phase, layers = 10): string {
   const resources: Record<string, unknown> = {}
-  const layers = 10
   const perLayer = Math.max(1, Math.ceil(n / layers))
   for (let i = 0; i < n; i++) {
     let deps: string[] = []
