@@ -174,9 +174,9 @@ async function main() {
 
   const waitDone = async (stackId: string, traversalId: string | null = null): Promise<string> => {
     for (;;) {
-      const notified = new Promise<void>((r) => waiters.add(r))
       const said = traversalId === null ? undefined : settled.get(traversalId)
       if (said) return said
+      const notified = new Promise<void>((r) => waiters.add(r))
       const { rows: s } = await db.pool.query('SELECT action, status, status_reason FROM stack WHERE id = $1', [stackId])
       if (s[0].status !== 'IN_PROGRESS') return `${s[0].action}_${s[0].status}`
       // Timer reason: a safety net only; the notification normally wakes us.
