@@ -789,6 +789,11 @@ DECLARE
   -- No-op cleanup nodes completed in one step at most (each adds to one
   -- transaction's events; the rest go to a worker, whose finish goes on).
   v_inline_left int := 64;
+  -- A row's own cleanup node completed with its update (below): its successors
+  -- not yet DONE, which it reports to.
+  v_open_rids int[];
+  v_open_upds boolean[];
+  v_early boolean;
 BEGIN
   SELECT * INTO j FROM job WHERE id = p_job;
   IF NOT FOUND OR j.locked_by IS DISTINCT FROM p_worker THEN
@@ -906,49 +911,90 @@ BEGIN
            WHERE traversal_id = t.id AND resource_id = v_srid AND is_update = v_supd
            RETURNING * INTO v_sp;
           CONTINUE WHEN NOT FOUND;
-          IF v_sp.state = 'READY' AND v_sp.satisfied = v_sp.required AND NOT v_supd AND v_inline_left > 0
-             AND v_claim_left > 0 AND v_begin_ms IS NOT NULL AND t.deadline >= now() AND v_sp.successors IS NOT NULL THEN
-            -- A cleanup node with nothing to do (its row is at this traversal's
-            -- template, or already deleted: decideCleanup's no-op) is completed
-            -- here, as the worker would (no lock, no action), when its row is free
-            -- and every successor's sync point can be taken without waiting; its
-            -- reports join the queue. An in-place update's cleanup tail then costs
-            -- no round trip per node. Anything else goes the usual way below.
-            SELECT * INTO v_row FROM resource WHERE id = v_srid FOR UPDATE SKIP LOCKED;
-            -- No predicted action for a cleanup node is decideCleanup's no-op (a CHECK predicts CHECK).
-            IF FOUND AND v_row.engine_id IS NULL AND kiln_predicted_action(v_row, false, t.raw_template_id, t.action) IS NULL THEN
-              -- Each successor by key (LATERAL): as a join, the generic plan read
-              -- every sync point of the traversal and hashed them, per node (O(N²)
-              -- for the tail; test/db/plans.test.ts).
-              SELECT count(*) INTO v_got FROM jsonb_array_elements(v_sp.successors) x
-               CROSS JOIN LATERAL (SELECT 1 FROM sync_point sp
-                                    WHERE sp.traversal_id = t.id AND sp.resource_id = (x->>0)::int AND sp.is_update = (x->>1)::boolean
-                                      FOR UPDATE SKIP LOCKED) z;
-              IF v_got = jsonb_array_length(v_sp.successors) THEN
-                UPDATE sync_point SET state = 'DONE', actor_id = v_srid, updated_at = now()
-                 WHERE traversal_id = t.id AND resource_id = v_srid AND is_update = false;
-                -- A row updated in place was marked when its update node began.
-                IF v_row.last_traversal_id IS DISTINCT FROM t.id THEN
-                  UPDATE resource SET last_traversal_id = t.id WHERE id = v_srid;
-                END IF;
-                v_events := v_events || kiln_ev('node', t.id, v_srid, v_row.name, NULL, NULL, NULL,
-                  CASE WHEN v_row.current_template_id = t.raw_template_id THEN 'already at the traversal template' ELSE 'already deleted' END,
-                  jsonb_build_object('rid', v_srid, 'update', false, 'state', 'DONE', 'satisfied', v_sp.satisfied,
-                                     'required', v_sp.required, 'from', v_from_name[v_i], 'inline', true));
-                v_inline_left := v_inline_left - 1;
-                v_got := jsonb_array_length(v_sp.successors);
-                IF v_got = 0 THEN
-                  v_roots_done := v_roots_done + 1;
-                ELSE
-                  SELECT v_srids || array_agg((x->>0)::int), v_supds || array_agg((x->>1)::boolean) INTO v_srids, v_supds
-                    FROM jsonb_array_elements(v_sp.successors) x;
-                  v_from := v_from || array_fill(v_srid, ARRAY[v_got]);
-                  v_from_upd := v_from_upd || array_fill(false, ARRAY[v_got]);
-                  v_from_name := v_from_name || array_fill(v_row.name, ARRAY[v_got]);
-                END IF;
-                CONTINUE;
+          -- Cleanup nodes with nothing to do are completed here, as the worker would
+          -- (no lock, no action), in two cases:
+          --  * inline: the node is READY (this report was its last input), its
+          --    row is free and at the traversal's template (or already deleted:
+          --    decideCleanup's no-op). An in-place update's cleanup tail then
+          --    costs no round trip per node.
+          --  * early: the node is this row's own cleanup, and this update has just
+          --    left the row at the traversal's template (in place or unchanged),
+          --    so the cleanup has nothing to do whenever it runs. Heat waits for
+          --    the cleanup nodes of the rows that used this one; that order
+          --    matters only for a row that is deleted, and this one is not. An
+          --    old row it used is still deleted only after this update (this
+          --    completion reports to it) and after every other row that used it
+          --    directly (their own edges). The update then has no cleanup tail
+          --    after its last update node.
+          -- Successors already DONE (completed early) get no report; the others
+          -- are taken without waiting, and if one is busy the node goes the usual
+          -- way below. A node completed early still has inputs to come: each is an
+          -- obligation added to the traversal's roots_pending now and paid when the
+          -- input reports (a report into a DONE node, here or below), so the count
+          -- reaches 0 only when every node has reported, as before.
+          v_early := v_i <= v_direct AND NOT v_supd AND v_srid = v_key AND r.id = v_key AND j.is_update
+                     AND v_sp.state IN ('WAITING', 'READY')
+                     AND kiln_predicted_action(r, false, t.raw_template_id, t.action) IS NULL;
+          IF NOT v_supd AND v_inline_left > 0 AND v_begin_ms IS NOT NULL AND t.deadline >= now() AND v_sp.successors IS NOT NULL
+             AND (v_early OR (v_sp.state = 'READY' AND v_sp.satisfied = v_sp.required AND v_claim_left > 0)) THEN
+            IF v_early THEN
+              v_row := r; -- released above, still locked by this transaction
+              v_free := true;
+            ELSE
+              SELECT * INTO v_row FROM resource WHERE id = v_srid FOR UPDATE SKIP LOCKED;
+              -- No predicted action for a cleanup node is decideCleanup's no-op (a CHECK predicts CHECK).
+              v_free := FOUND AND v_row.engine_id IS NULL AND kiln_predicted_action(v_row, false, t.raw_template_id, t.action) IS NULL;
+            END IF;
+            IF v_free THEN
+              -- Each successor by key (a scalar subquery, a LATERAL with a lock): as
+              -- a join, the generic plan reads every sync point of the traversal and
+              -- hashes them, per node (O(N²) for the tail; test/db/plans.test.ts).
+              SELECT coalesce(array_agg(k.rid) FILTER (WHERE NOT k.done), '{}'), coalesce(array_agg(k.upd) FILTER (WHERE NOT k.done), '{}')
+                INTO v_open_rids, v_open_upds
+                FROM (SELECT (x->>0)::int AS rid, (x->>1)::boolean AS upd,
+                             coalesce((SELECT sp.state = 'DONE' FROM sync_point sp
+                                        WHERE sp.traversal_id = t.id AND sp.resource_id = (x->>0)::int AND sp.is_update = (x->>1)::boolean), false) AS done
+                        FROM jsonb_array_elements(v_sp.successors) x OFFSET 0) k; -- OFFSET 0: one lookup per successor, not one per use of `done`
+              IF cardinality(v_open_rids) > 0 THEN
+                SELECT count(*) = cardinality(v_open_rids) INTO v_free
+                  FROM unnest(v_open_rids, v_open_upds) AS k(rid, upd)
+                 CROSS JOIN LATERAL (SELECT 1 FROM sync_point sp
+                                      WHERE sp.traversal_id = t.id AND sp.resource_id = k.rid AND sp.is_update = k.upd
+                                        FOR UPDATE SKIP LOCKED) z;
               END IF;
             END IF;
+            IF v_free THEN
+              UPDATE sync_point SET state = 'DONE', actor_id = v_srid, updated_at = now()
+               WHERE traversal_id = t.id AND resource_id = v_srid AND is_update = false;
+              -- A row updated in place was marked when its update node began.
+              IF v_row.last_traversal_id IS DISTINCT FROM t.id THEN
+                UPDATE resource SET last_traversal_id = t.id WHERE id = v_srid;
+              END IF;
+              v_events := v_events || kiln_ev('node', t.id, v_srid, v_row.name, NULL, NULL, NULL,
+                CASE WHEN v_row.current_template_id = t.raw_template_id THEN 'already at the traversal template' ELSE 'already deleted' END,
+                jsonb_build_object('rid', v_srid, 'update', false, 'state', 'DONE', 'satisfied', v_sp.satisfied,
+                                   'required', v_sp.required, 'from', v_from_name[v_i], 'inline', true)
+                || CASE WHEN v_early THEN jsonb_build_object('early', true) ELSE '{}' END);
+              v_inline_left := v_inline_left - 1;
+              v_got := jsonb_array_length(v_sp.successors);
+              -- roots_pending: a root done, a report to each DONE successor paid, the inputs still to come owed.
+              v_roots_done := v_roots_done + CASE WHEN v_got = 0 THEN 1 ELSE 0 END
+                              + (v_got - cardinality(v_open_rids)) - (v_sp.required - v_sp.satisfied);
+              IF cardinality(v_open_rids) > 0 THEN
+                v_srids := v_srids || v_open_rids;
+                v_supds := v_supds || v_open_upds;
+                v_from := v_from || array_fill(v_srid, ARRAY[cardinality(v_open_rids)]);
+                v_from_upd := v_from_upd || array_fill(false, ARRAY[cardinality(v_open_rids)]);
+                v_from_name := v_from_name || array_fill(v_row.name, ARRAY[cardinality(v_open_rids)]);
+              END IF;
+              CONTINUE;
+            END IF;
+          END IF;
+          IF v_sp.state = 'DONE' THEN
+            -- Completed early: this report was owed to roots_pending (above). A
+            -- count beyond `required` would be a duplicate; none is written.
+            IF v_sp.satisfied <= v_sp.required THEN v_roots_done := v_roots_done + 1; END IF;
+            CONTINUE;
           END IF;
           IF v_sp.state = 'READY' AND v_sp.satisfied = v_sp.required THEN
             -- The worker continues with it (no queue hop) while it has room, and
@@ -987,7 +1033,8 @@ BEGIN
                                'required', v_sp.required, 'from', v_from_name[v_i]));
           IF v_park THEN v_parked_ev := v_ev; v_park := false; ELSE v_events := v_events || v_ev; END IF;
         END LOOP;
-        IF v_roots_done > 0 THEN
+        -- Negative when nodes completed early owe more reports than were paid.
+        IF v_roots_done <> 0 THEN
           IF p_emit THEN
             UPDATE traversal SET roots_pending = roots_pending - v_roots_done WHERE id = t.id RETURNING roots_pending INTO v_pending;
             IF v_pending = 0 THEN v_settle := t.id; END IF;
@@ -1116,7 +1163,7 @@ BEGIN
     END IF;
     v_out := v_out || (v - 'events' - 'stack_id' - 'lazy' - 'root_of' - 'roots');
   END LOOP;
-  IF v_roots > 0 THEN
+  IF v_roots <> 0 THEN
     UPDATE traversal SET roots_pending = roots_pending - v_roots WHERE id = v_root_of RETURNING roots_pending INTO v_pending;
     IF v_pending = 0 THEN
       v_out[v_last_root + 1] := jsonb_set(v_out[v_last_root + 1], '{settle}', to_jsonb(v_root_of));

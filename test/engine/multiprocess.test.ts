@@ -116,7 +116,7 @@ describe('several worker processes', () => {
     }
   })
 
-  test("an update's cleanup nodes with nothing to do are completed in the step that makes them ready; a replaced row's cleanup still runs in a worker", async () => {
+  test("an in-place update completes each row's cleanup node with the row's own update, in dependency order, not Heat's reverse; a replaced row's cleanup still runs in a worker", async () => {
     const res = await c.services.create(c.actor, { name: 'cleanup-inline', template: chain(4, 'a', 0) })
     expect(await c.settle(res.stack.id)).toBe('CREATE_COMPLETE')
     const cleanupEvents = async (traversalId: string) =>
@@ -130,6 +130,19 @@ describe('several worker processes', () => {
     const up = await c.services.update(c.actor, res.stack.id, { template: chain(4, 'b', 0) })
     expect(await c.settle(res.stack.id)).toBe('UPDATE_COMPLETE')
     expect((await cleanupEvents(up.traversalId!)).sort()).toEqual(['r0', 'r1', 'r2', 'r3'].map((n) => `${n}:node:DONE:true`))
+    // ... early: each in its own update's finish (one transaction: one timestamp), so r0's
+    // first. Heat's order, dependents' cleanups first, would put r3's first and leave a
+    // tail of cleanups after the last update node.
+    const done = (
+      await c.db.pool.query(
+        `SELECT resource_name AS name, data->>'update' AS upd, created_at, coalesce((data->>'early')::boolean, false) AS early
+           FROM event WHERE traversal_id = $1 AND data->>'state' = 'DONE' ORDER BY seq`,
+        [up.traversalId],
+      )
+    ).rows as { name: string; upd: string; created_at: Date; early: boolean }[]
+    const cleanups = done.filter((e) => e.upd === 'false')
+    expect(cleanups.map((e) => `${e.name}:${e.early}`)).toEqual(['r0:true', 'r1:true', 'r2:true', 'r3:true'])
+    for (const e of cleanups) expect(e.created_at, e.name).toEqual(done.find((u) => u.upd === 'true' && u.name === e.name)!.created_at)
 
     // Replace: the old rows must really be deleted, by a worker.
     const rep = await c.services.update(c.actor, res.stack.id, { template: chain(4, 'c', 0, { update_replace: true }) })
@@ -140,6 +153,48 @@ describe('several worker processes', () => {
     const rows = await c.rows(res.stack.id)
     expect(visibleValues(rows)).toEqual({ r0: 'c-0', r1: 'c-1', r2: 'c-2', r3: 'c-3' })
     expect(rows.filter((r) => r.action !== 'DELETE')).toHaveLength(4)
+    await expectNoLocks(res.stack.id)
+  })
+
+  test('with cleanups completed early, an old row is still deleted only after every row that used it has moved, and the stack completes only after that delete', async () => {
+    // r0 <- r1 <- r2 <- r3; the update replaces r1 and leaves the others in place.
+    const template = (value: string, replaceR1: boolean) => {
+      const resources: Record<string, unknown> = {}
+      for (let i = 0; i < 4; i++) {
+        resources[`r${i}`] = {
+          type: 'OS::Heat::TestResource',
+          properties: { value: `${value}-${i}`, wait_secs: 0.05, ...(replaceR1 && i === 1 ? { update_replace: true } : {}) },
+          ...(i ? { depends_on: [`r${i - 1}`] } : {}),
+        }
+      }
+      return JSON.stringify({ heat_template_version: '2018-08-31', resources })
+    }
+    const res = await c.services.create(c.actor, { name: 'early-mixed', template: template('a', false) })
+    expect(await c.settle(res.stack.id)).toBe('CREATE_COMPLETE')
+    const oldR1 = (await c.rows(res.stack.id)).find((r) => r.name === 'r1')!.id
+    const up = await c.services.update(c.actor, res.stack.id, { template: template('b', true) })
+    expect(await c.settle(res.stack.id)).toBe('UPDATE_COMPLETE')
+    const { rows: ev } = await c.db.pool.query(
+      `SELECT seq::int, kind, resource_id, resource_name AS name, action, status, data->>'update' AS upd, data->>'state' AS state, coalesce((data->>'early')::boolean, false) AS early
+         FROM event WHERE traversal_id = $1 ORDER BY seq`,
+      [up.traversalId],
+    )
+    const seqOf = (pred: (e: (typeof ev)[number]) => boolean, what: string) => {
+      const e = ev.find(pred)
+      expect(e, what).toBeDefined()
+      return e!.seq as number
+    }
+    const oldR1Deleted = seqOf((e) => e.resource_id === oldR1 && e.action === 'DELETE' && e.status === 'COMPLETE', 'old r1 DELETE_COMPLETE')
+    // r2 used the old r1 directly: it moved (its update finished) before the old r1 went.
+    expect(seqOf((e) => e.name === 'r2' && e.action === 'UPDATE' && e.status === 'COMPLETE', 'r2 UPDATE_COMPLETE')).toBeLessThan(oldR1Deleted)
+    // r0's cleanup, completed early, owed the old r1's report: the stack waited for it.
+    expect(ev.filter((e) => e.upd === 'false' && e.state === 'DONE' && e.early).map((e) => e.name).sort()).toEqual(['r0', 'r2', 'r3'])
+    const complete = seqOf((e) => e.kind === 'stack' && e.status === 'COMPLETE', 'stack COMPLETE')
+    expect(Math.max(...ev.filter((e) => e.state === 'DONE').map((e) => e.seq))).toBeLessThan(complete)
+    expect(complete).toBeGreaterThan(oldR1Deleted)
+    const { rows: t } = await c.db.pool.query('SELECT roots_pending FROM traversal WHERE id = $1', [up.traversalId])
+    expect(t[0].roots_pending).toBe(0)
+    expect(visibleValues(await c.rows(res.stack.id))).toEqual({ r0: 'b-0', r1: 'b-1', r2: 'b-2', r3: 'b-3' })
     await expectNoLocks(res.stack.id)
   })
 
