@@ -789,8 +789,8 @@ DECLARE
   -- No-op cleanup nodes completed in one step at most (each adds to one
   -- transaction's events; the rest go to a worker, whose finish goes on).
   v_inline_left int := 64;
-  -- A row's own cleanup node completed with its update (below): its successors
-  -- not yet DONE, which it reports to.
+  -- A no-op cleanup node completed here (below): its successors not yet DONE,
+  -- which it reports to; v_early: completed with its own row's update.
   v_open_rids int[];
   v_open_upds boolean[];
   v_early boolean;
