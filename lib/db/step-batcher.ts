@@ -6,13 +6,11 @@
  * ten nodes that end together pay two round trips instead of ten commits
  * queued on each other's sync points and on the event lock.
  *
- * Two kinds are gathered: finishes (kiln_finish_node / kiln_finish_nodes) and
+ * Two kinds are gathered (lib/db/store.ts): finishes (kiln_finish_node / kiln_finish_nodes) and
  * replace calls (kiln_replace_node / kiln_replace_nodes: a replace-all's first
  * layer sends ten at once).
  */
-import type pg from 'pg'
-import type { ClaimedJob, FinishRequest, FinishResult, ReplaceRequest, ReplaceResult } from '../engine/ports'
-import { finishNode, finishNodes, replaceNode, replaceNodes } from './queries/node'
+import type { ClaimedJob } from '../engine/ports'
 
 /** Calls in flight per stack before steps are gathered. */
 const IN_FLIGHT = 2
@@ -29,7 +27,8 @@ interface Pending<Req, Res> {
 export type Retry = <T>(what: string, fn: () => Promise<T>) => Promise<T>
 
 /**
- * `one` and `many` must be safe to retry: a step whose first attempt committed
+ * `one` (the single call) and `many` (the batch call, results in the order of
+ * its items) must be safe to retry: a step whose first attempt committed
  * answers 'gone' (its job is gone), so a batch is retried as a whole.
  */
 export class StepBatcher<Req, Res> {
@@ -84,37 +83,5 @@ export class StepBatcher<Req, Res> {
     } catch (err) {
       p.reject(err)
     }
-  }
-}
-
-/** Finishes: kiln_finish_node alone, kiln_finish_nodes gathered. */
-export class FinishBatcher extends StepBatcher<FinishRequest, FinishResult> {
-  constructor(pool: pg.Pool, workerId: string, leaseMs: number, retry: Retry, lazyTypes: readonly string[] = []) {
-    super(
-      'finish',
-      retry,
-      (job, req) => finishNode(pool, workerId, job, req, leaseMs, lazyTypes),
-      (items) => finishNodes(pool, workerId, items, leaseMs, lazyTypes),
-    )
-  }
-
-  finish(job: ClaimedJob, req: FinishRequest): Promise<FinishResult> {
-    return this.submit(job, req)
-  }
-}
-
-/** Replace calls: kiln_replace_node alone, kiln_replace_nodes gathered. */
-export class ReplaceBatcher extends StepBatcher<ReplaceRequest, ReplaceResult> {
-  constructor(pool: pg.Pool, workerId: string, leaseMs: number, retry: Retry, lazyTypes: readonly string[] = []) {
-    super(
-      'replace',
-      retry,
-      (job, req) => replaceNode(pool, workerId, job, req, leaseMs, lazyTypes),
-      (items) => replaceNodes(pool, workerId, items, leaseMs, lazyTypes),
-    )
-  }
-
-  replace(job: ClaimedJob, req: ReplaceRequest): Promise<ReplaceResult> {
-    return this.submit(job, req)
   }
 }

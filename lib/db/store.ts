@@ -1,9 +1,9 @@
 /** The PostgreSQL implementation of the engine's ConvergenceStore, for one worker. */
 import type pg from 'pg'
-import type { ConvergenceStore } from '../engine/ports'
+import type { ConvergenceStore, FinishRequest, FinishResult, ReplaceRequest, ReplaceResult } from '../engine/ports'
 import { withRetry } from './retry'
-import { FinishBatcher, ReplaceBatcher } from './step-batcher'
-import { beginNode, markInProgress, recordIntent, reportProgress } from './queries/node'
+import { StepBatcher } from './step-batcher'
+import { beginNode, finishNode, finishNodes, markInProgress, recordIntent, replaceNode, replaceNodes, reportProgress } from './queries/node'
 import { loadTraversal } from './queries/traversal'
 
 export interface StoreOptions {
@@ -27,15 +27,24 @@ export interface StoreOptions {
  */
 export function createStore(pool: pg.Pool, opts: StoreOptions): ConvergenceStore {
   const retry = <T>(what: string, fn: () => Promise<T>) => withRetry(fn, { onRetry: (err) => opts.onRetry?.(what, err) })
-  const finishes = new FinishBatcher(pool, opts.workerId, opts.leaseMs, retry, opts.lazyTypes)
-  const replaces = new ReplaceBatcher(pool, opts.workerId, opts.leaseMs, retry, opts.lazyTypes)
+  const { workerId, leaseMs, lazyTypes } = opts
+  const finishes = new StepBatcher<FinishRequest, FinishResult>(
+    'finish', retry,
+    (job, req) => finishNode(pool, workerId, job, req, leaseMs, lazyTypes),
+    (items) => finishNodes(pool, workerId, items, leaseMs, lazyTypes),
+  )
+  const replaces = new StepBatcher<ReplaceRequest, ReplaceResult>(
+    'replace', retry,
+    (job, req) => replaceNode(pool, workerId, job, req, leaseMs, lazyTypes),
+    (items) => replaceNodes(pool, workerId, items, leaseMs, lazyTypes),
+  )
   return {
-    beginNode: (job) => retry('begin', () => beginNode(pool, opts.workerId, opts.leaseMs, job)),
-    finishNode: (job, req) => finishes.finish(job, req),
-    replaceNode: (job, req) => replaces.replace(job, req),
-    markInProgress: (job, action) => retry('mark', () => markInProgress(pool, opts.workerId, job, action)),
-    recordIntent: (job, properties) => retry('intent', () => recordIntent(pool, opts.workerId, job, properties)),
-    reportProgress: (job, message, fraction) => reportProgress(pool, opts.workerId, job, message, fraction).catch(() => {}),
+    beginNode: (job) => retry('begin', () => beginNode(pool, workerId, leaseMs, job)),
+    finishNode: (job, req) => finishes.submit(job, req),
+    replaceNode: (job, req) => replaces.submit(job, req),
+    markInProgress: (job, action) => retry('mark', () => markInProgress(pool, workerId, job, action)),
+    recordIntent: (job, properties) => retry('intent', () => recordIntent(pool, workerId, job, properties)),
+    reportProgress: (job, message, fraction) => reportProgress(pool, workerId, job, message, fraction).catch(() => {}),
     loadTraversal: (id) => retry('load', () => loadTraversal(pool, id)),
   }
 }

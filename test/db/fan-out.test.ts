@@ -4,7 +4,7 @@
  * free: a fan-out costs no queue hop. The rest are queued for any worker; one
  * claimed successor whose row is busy comes back claimed but not begun.
  * Finishes that are ready together share one transaction (kiln_finish_nodes,
- * FinishBatcher), and the worker's free slots are one budget for them.
+ * lib/db/step-batcher.ts), and the worker's free slots are one budget for them.
  */
 import crypto from 'node:crypto'
 import pg from 'pg'
@@ -12,7 +12,7 @@ import { expect, test } from 'vitest'
 import { finishNode, finishNodes } from '../../lib/db/queries/node'
 import { claimAndBeginJobs } from '../../lib/db/queries/queue'
 import { registerWorker } from '../../lib/db/queries/workers'
-import { FinishBatcher, ReplaceBatcher } from '../../lib/db/step-batcher'
+import { createStore } from '../../lib/db/store'
 import type { ClaimedJob, FinishRequest } from '../../lib/engine/ports'
 import type { TestCluster } from '../helpers/cluster'
 import type { TestDatabase } from '../helpers/db'
@@ -199,8 +199,8 @@ test('a worker sends the finishes that are ready together as one call once two a
 
   const { pool, calls } = spiedPool()
   try {
-    const batcher = new FinishBatcher(pool, worker, LEASE_MS, (_what, fn) => fn())
-    const results = await Promise.all(jobs.map((job) => batcher.finish(job, { ok: true, successors: [], isRoot: true, claim: false })))
+    const store = createStore(pool, { workerId: worker, leaseMs: LEASE_MS })
+    const results = await Promise.all(jobs.map((job) => store.finishNode(job, { ok: true, successors: [], isRoot: true, claim: false })))
     expect(results.map((r) => r.outcome)).toEqual(jobs.map(() => 'ok'))
     expect(calls).toEqual(['kiln_finish_node', 'kiln_finish_node', 'kiln_finish_nodes'])
     // The last root's finish settled the stack.
@@ -225,8 +225,8 @@ test('replace calls that are ready together go as one call once two are in fligh
 
   const { pool, calls } = spiedPool()
   try {
-    const batcher = new ReplaceBatcher(pool, worker, LEASE_MS, (_what, fn) => fn())
-    const results = await Promise.all(updates.map((job) => batcher.replace(job, { type: 'OS::Heat::None', requires: [], reason: 'replace', claim: true, holdsLock: true })))
+    const store = createStore(pool, { workerId: worker, leaseMs: LEASE_MS })
+    const results = await Promise.all(updates.map((job) => store.replaceNode(job, { type: 'OS::Heat::None', requires: [], reason: 'replace', claim: true, holdsLock: true })))
     expect(calls).toEqual(['kiln_replace_node', 'kiln_replace_node', 'kiln_replace_nodes'])
     for (const [i, r] of results.entries()) {
       if (r.outcome !== 'ok') throw new Error(`replace ${i}: ${r.outcome}`)

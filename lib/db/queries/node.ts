@@ -105,10 +105,17 @@ export async function finishNodes(
   pool: pg.Pool, workerId: string, items: { job: ClaimedJob; req: FinishRequest }[], beginLeaseMs?: number, lazyTypes: readonly string[] = [],
 ): Promise<FinishResult[]> {
   const body = items.map(({ job, req }) => ({ job: job.id, result: finishBody(req, beginLeaseMs, lazyTypes) }))
-  const { rows } = await pool.query({ name: 'kiln_finish_nodes', text: 'SELECT kiln_finish_nodes($1, $2) AS out', values: [workerId, JSON.stringify(body)] })
+  return batchCall(pool, 'kiln_finish_nodes', workerId, items, body, finishResult)
+}
+
+/** One call of a batch function (`name(worker, items)`); its per-item answers, in the order of `items`, read by `toResult`. */
+async function batchCall<R>(
+  pool: pg.Pool, name: string, workerId: string, items: { job: ClaimedJob }[], body: Json[], toResult: (pool: pg.Pool, job: ClaimedJob, out: Json) => Promise<R>,
+): Promise<R[]> {
+  const { rows } = await pool.query({ name, text: `SELECT ${name}($1, $2) AS out`, values: [workerId, JSON.stringify(body)] })
   const outs = rows[0].out as Json[]
-  const results: FinishResult[] = []
-  for (const [i, { job }] of items.entries()) results.push(await finishResult(pool, job, outs[i]!))
+  const results: R[] = []
+  for (const [i, { job }] of items.entries()) results.push(await toResult(pool, job, outs[i]!))
   return results
 }
 
@@ -161,11 +168,7 @@ export async function replaceNodes(
   pool: pg.Pool, workerId: string, items: { job: ClaimedJob; req: ReplaceRequest }[], beginLeaseMs?: number, lazyTypes: readonly string[] = [],
 ): Promise<ReplaceResult[]> {
   const body = items.map(({ job, req }) => ({ job: job.id, spec: replaceSpec(req, beginLeaseMs, lazyTypes) }))
-  const { rows } = await pool.query({ name: 'kiln_replace_nodes', text: 'SELECT kiln_replace_nodes($1, $2) AS out', values: [workerId, JSON.stringify(body)] })
-  const outs = rows[0].out as Json[]
-  const results: ReplaceResult[] = []
-  for (const [i, { job }] of items.entries()) results.push(await replaceResult(pool, job, outs[i]!))
-  return results
+  return batchCall(pool, 'kiln_replace_nodes', workerId, items, body, replaceResult)
 }
 
 function replaceSpec(req: ReplaceRequest, beginLeaseMs: number | undefined, lazyTypes: readonly string[]): Json {
