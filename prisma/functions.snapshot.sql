@@ -35,10 +35,12 @@ CREATE INDEX IF NOT EXISTS resource_replaces_idx ON resource (replaces) WHERE re
 -- Lock order of every engine transaction (no transaction ever waits for a lock
 -- earlier in this list while holding a later one, so they cannot deadlock):
 --
+--   0. the worker's own row: its heartbeat, and a claim (kiln_claim_jobs) as
+--      its first write;
 --   1. the stack row: FOR SHARE by node steps (claim, begin, finish, replace,
 --      mark, progress), which run side by side; FOR NO KEY UPDATE by
 --      stack-level changes (start, cancel, settle, sweep), which run alone.
---      Always the first lock taken.
+--      The first lock taken, but for a claim's own worker row.
 --   2. resource rows: the node's own (and rows whose `replaces` points at it);
 --      several only in id order (heartbeat, sweeper);
 --   3. sync_point rows, several only at once in (traversal, resource,
@@ -350,6 +352,41 @@ BEGIN
                            FOR UPDATE) x;
 END $$;
 
+-- A batch of node steps (kiln_finish_nodes, kiln_replace_nodes) finds its
+-- jobs, stacks and rows by key, one probe per key: a LATERAL subquery with a
+-- lock or OFFSET 0 is never flattened into a join. Written as joins
+-- (`id IN (SELECT … WHERE id = ANY(…))`), the cached generic plans made from
+-- statistics an ANALYZE took mid-traversal walked the whole resource primary
+-- key per batch (a merge join: every row of every stack), hashed every claimed
+-- job of the database and scanned every locked row (test/db/plans.test.ts).
+
+-- The jobs p_ids names that p_worker holds, in the order of p_ids. The holder
+-- is checked outside the probe: inside it, a plan once searched the worker's
+-- jobs (the locked_by index) for each id, the whole batch per job.
+CREATE OR REPLACE FUNCTION kiln_batch_jobs(p_ids bigint[], p_worker uuid) RETURNS job[] LANGUAGE plpgsql STABLE AS $$
+BEGIN
+  RETURN ARRAY(SELECT z.j FROM unnest(p_ids) WITH ORDINALITY AS k(id, n)
+                CROSS JOIN LATERAL (SELECT j FROM job j WHERE j.id = k.id OFFSET 0) z
+               WHERE (z.j).locked_by = p_worker
+               ORDER BY k.n);
+END $$;
+
+-- Share-lock stack rows in id order (lock order 1).
+CREATE OR REPLACE FUNCTION kiln_lock_stacks(p_ids uuid[]) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM 1
+     FROM (SELECT DISTINCT u.id FROM unnest(p_ids) AS u(id) WHERE u.id IS NOT NULL ORDER BY 1) k
+    CROSS JOIN LATERAL (SELECT 1 FROM stack s WHERE s.id = k.id FOR SHARE) x;
+END $$;
+
+-- Lock resource rows in id order (lock order 2).
+CREATE OR REPLACE FUNCTION kiln_lock_rows(p_ids int[]) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM 1
+     FROM (SELECT DISTINCT u.id FROM unnest(p_ids) AS u(id) WHERE u.id IS NOT NULL ORDER BY 1) k
+    CROSS JOIN LATERAL (SELECT 1 FROM resource r WHERE r.id = k.id FOR UPDATE) x;
+END $$;
+
 -- What a locked node needs to run (row, inputs, scope).
 CREATE OR REPLACE FUNCTION kiln_locked_reply(p_outcome text, p_row jsonb, p_s stack, p_t traversal, p_key int, p_upd boolean) RETURNS jsonb LANGUAGE plpgsql STABLE AS $$
 BEGIN
@@ -545,9 +582,13 @@ $$;
 -- full-suite runs). Compared with the wall clock, not the transaction's start:
 -- run_at is stored to the millisecond (rounded), so a job just made ready could
 -- otherwise look a fraction of a millisecond in the future to an immediate claim.
+-- The picked jobs are then updated by key (`id = ANY(…)`): joined to the CTE,
+-- a plan made after an ANALYZE walked the job primary key from its start to
+-- the picked ids, every older job once per claim (test/db/plans.test.ts).
 CREATE OR REPLACE FUNCTION kiln_claim(p_worker uuid, p_limit int) RETURNS SETOF job LANGUAGE sql AS $$
   WITH picked AS (SELECT id FROM job WHERE locked_by IS NULL AND run_at <= clock_timestamp() ORDER BY id LIMIT p_limit FOR UPDATE SKIP LOCKED)
-  UPDATE job SET locked_by = p_worker, locked_at = now(), attempts = attempts + 1 FROM picked WHERE job.id = picked.id
+  UPDATE job SET locked_by = p_worker, locked_at = now(), attempts = attempts + 1
+   WHERE job.id = ANY(ARRAY(SELECT id FROM picked))
   RETURNING job.*
 $$;
 
@@ -568,7 +609,12 @@ $$;
 -- heartbeat within a lease) that has not claimed in the last 20 ms: a worker
 -- claiming at the same moment cannot see this claim and takes its own share;
 -- one that already took its share does not count, so the last claimer of a
--- burst takes the rest. Whatever it leaves it announces with a NOTIFY, so no
+-- burst takes the rest. Each claim of a non-empty queue stamps its worker's
+-- row (last_claim_at; the worker row comes before every other lock, as in
+-- the heartbeat). The check once looked for each worker's recent claims among
+-- the jobs, and after an ANALYZE that saw one worker's claims its cached plan
+-- read every claimed job per worker: 21.5 job rows per claimed job instead of
+-- 11 with four workers and 64 in flight (test/db/plans.test.ts). Whatever it leaves it announces with a NOTIFY, so no
 -- job waits for a timer: each round claims at least one job, so the rounds end.
 -- Measured (layered-100, D = 0.2 s, two workers): the first layer's finishes
 -- returned in 13 ms instead of 26 ms.
@@ -595,11 +641,14 @@ BEGIN
   -- Counted up to what any share could need (8 claimers' worth).
   SELECT count(*) INTO v_avail FROM (
     SELECT 1 FROM job WHERE locked_by IS NULL AND run_at <= clock_timestamp() LIMIT p_limit * 8) a;
+  IF v_avail > 0 THEN
+    UPDATE worker SET last_claim_at = clock_timestamp() WHERE id = p_worker;
+  END IF;
   IF v_avail > 1 THEN
     SELECT count(*) INTO v_others FROM worker w
      WHERE w.id <> p_worker AND w.state = 'running' AND w.stopped_at IS NULL
        AND w.heartbeat_at > now() - p_lease_ms * interval '1 millisecond'
-       AND NOT EXISTS (SELECT 1 FROM job j WHERE j.locked_by = w.id AND j.locked_at > clock_timestamp() - interval '20 milliseconds');
+       AND (w.last_claim_at IS NULL OR w.last_claim_at <= clock_timestamp() - interval '20 milliseconds');
     v_take := least(p_limit, ceil(v_avail::numeric / (1 + v_others))::int);
     IF v_others > 0 AND v_avail > v_take THEN PERFORM pg_notify('kiln_jobs', ''); END IF;
   END IF;
@@ -1112,17 +1161,21 @@ DECLARE
   v_root_of uuid;
   v_last_root int;
   v_pending int;
+  v_jobs job[];
+  v_rows int[];
 BEGIN
-  PERFORM 1 FROM stack WHERE id IN (SELECT stack_id FROM job WHERE id = ANY(v_ids) AND locked_by = p_worker) ORDER BY id FOR SHARE;
-  -- Two key lookups joined by UNION, not one WHERE with OR: PostgreSQL plans
-  -- `id IN (…) OR replaces IN (…)` as a scan of every resource row, once per
-  -- batch (measured: O(N) per batch, a tenth of a 10,000-node create's time).
-  PERFORM 1 FROM resource
-   WHERE id IN (SELECT resource_id FROM job WHERE id = ANY(v_ids) AND locked_by = p_worker
-                UNION
-                SELECT x.id FROM resource x
-                 WHERE x.replaces IN (SELECT resource_id FROM job WHERE id = ANY(v_deleting) AND locked_by = p_worker))
-   ORDER BY id FOR UPDATE;
+  -- Every key looked up one by one (kiln_batch_jobs, 20_begin_node.sql).
+  v_jobs := kiln_batch_jobs(v_ids, p_worker);
+  PERFORM kiln_lock_stacks(ARRAY(SELECT x.stack_id FROM unnest(v_jobs) x));
+  -- The rows the finishes write: their own, and a deleted row's replacement
+  -- (whose `replaces` its cleanup clears).
+  v_rows := ARRAY(SELECT x.resource_id FROM unnest(v_jobs) x);
+  IF cardinality(v_deleting) > 0 THEN
+    v_rows := v_rows || ARRAY(SELECT z.id FROM unnest(v_jobs) x
+                               CROSS JOIN LATERAL (SELECT r.id FROM resource r WHERE r.replaces = x.resource_id OFFSET 0) z
+                              WHERE x.id = ANY(v_deleting));
+  END IF;
+  PERFORM kiln_lock_rows(v_rows);
   -- The sync points each finish will write: its own node and, on success, its
   -- successors (current traversal only), and its row's waiter.
   FOR k IN
@@ -1131,9 +1184,13 @@ BEGIN
              r.id AS rid, r.waiter_traversal_id AS wt, r.waiter_is_update AS wu,
              coalesce((e->'result'->>'ok')::boolean, false) AS ok, coalesce(e->'result'->'successors', '[]') AS succs
         FROM jsonb_array_elements(p_items) e
-        JOIN job j ON j.id = (e->>'job')::bigint AND j.locked_by = p_worker
-        JOIN stack s ON s.id = j.stack_id
-        JOIN resource r ON r.id = j.resource_id AND r.engine_id = p_worker
+        JOIN unnest(v_jobs) j ON j.id = (e->>'job')::bigint
+        CROSS JOIN LATERAL (SELECT s.current_traversal_id FROM stack s WHERE s.id = j.stack_id OFFSET 0) s
+        -- the holder checked outside the probe (as in kiln_batch_jobs): inside, a
+        -- plan searched every locked row (the lease index) for each row
+        CROSS JOIN LATERAL (SELECT r.id, r.engine_id, r.waiter_traversal_id, r.waiter_is_update FROM resource r
+                             WHERE r.id = j.resource_id OFFSET 0) r
+       WHERE r.engine_id = p_worker
     ), keys AS (
       SELECT cur AS trav, node AS rid, is_update AS upd FROM it WHERE traversal_id = cur
       UNION SELECT cur, (x->>0)::int, (x->>1)::boolean FROM it, jsonb_array_elements(it.succs) x WHERE traversal_id = cur AND ok
@@ -1331,18 +1388,21 @@ DECLARE
   v_ev_lists jsonb[] := '{}';
   v_lazy boolean := true;
   v_notify boolean := false;
+  v_jobs job[];
 BEGIN
-  PERFORM 1 FROM stack WHERE id IN (SELECT stack_id FROM job WHERE id = ANY(v_ids) AND locked_by = p_worker) ORDER BY id FOR SHARE;
-  PERFORM 1 FROM resource WHERE id IN (SELECT resource_id FROM job WHERE id = ANY(v_ids) AND locked_by = p_worker) ORDER BY id FOR UPDATE;
+  -- Every key looked up one by one (kiln_batch_jobs, 20_begin_node.sql).
+  v_jobs := kiln_batch_jobs(v_ids, p_worker);
+  PERFORM kiln_lock_stacks(ARRAY(SELECT x.stack_id FROM unnest(v_jobs) x));
+  PERFORM kiln_lock_rows(ARRAY(SELECT x.resource_id FROM unnest(v_jobs) x));
   FOR k IN
     WITH it AS (
       SELECT j.traversal_id, s.current_traversal_id AS cur, coalesce(j.graph_key_id, j.resource_id) AS node,
              r.id AS rid, r.waiter_traversal_id AS wt, r.waiter_is_update AS wu,
              coalesce((e->'spec'->>'holds_lock')::boolean, true) AS holds
         FROM jsonb_array_elements(p_items) e
-        JOIN job j ON j.id = (e->>'job')::bigint AND j.locked_by = p_worker
-        JOIN stack s ON s.id = j.stack_id
-        JOIN resource r ON r.id = j.resource_id
+        JOIN unnest(v_jobs) j ON j.id = (e->>'job')::bigint
+        CROSS JOIN LATERAL (SELECT s.current_traversal_id FROM stack s WHERE s.id = j.stack_id OFFSET 0) s
+        CROSS JOIN LATERAL (SELECT r.id, r.waiter_traversal_id, r.waiter_is_update FROM resource r WHERE r.id = j.resource_id OFFSET 0) r
     ), keys AS (
       SELECT cur AS trav, node AS rid, true AS upd FROM it WHERE traversal_id = cur
       UNION SELECT cur, rid, wu FROM it WHERE holds AND wt = cur

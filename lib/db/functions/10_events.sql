@@ -3,10 +3,12 @@
 -- Lock order of every engine transaction (no transaction ever waits for a lock
 -- earlier in this list while holding a later one, so they cannot deadlock):
 --
+--   0. the worker's own row: its heartbeat, and a claim (kiln_claim_jobs) as
+--      its first write;
 --   1. the stack row: FOR SHARE by node steps (claim, begin, finish, replace,
 --      mark, progress), which run side by side; FOR NO KEY UPDATE by
 --      stack-level changes (start, cancel, settle, sweep), which run alone.
---      Always the first lock taken.
+--      The first lock taken, but for a claim's own worker row.
 --   2. resource rows: the node's own (and rows whose `replaces` points at it);
 --      several only in id order (heartbeat, sweeper);
 --   3. sync_point rows, several only at once in (traversal, resource,

@@ -87,6 +87,41 @@ BEGIN
                            FOR UPDATE) x;
 END $$;
 
+-- A batch of node steps (kiln_finish_nodes, kiln_replace_nodes) finds its
+-- jobs, stacks and rows by key, one probe per key: a LATERAL subquery with a
+-- lock or OFFSET 0 is never flattened into a join. Written as joins
+-- (`id IN (SELECT … WHERE id = ANY(…))`), the cached generic plans made from
+-- statistics an ANALYZE took mid-traversal walked the whole resource primary
+-- key per batch (a merge join: every row of every stack), hashed every claimed
+-- job of the database and scanned every locked row (test/db/plans.test.ts).
+
+-- The jobs p_ids names that p_worker holds, in the order of p_ids. The holder
+-- is checked outside the probe: inside it, a plan once searched the worker's
+-- jobs (the locked_by index) for each id, the whole batch per job.
+CREATE OR REPLACE FUNCTION kiln_batch_jobs(p_ids bigint[], p_worker uuid) RETURNS job[] LANGUAGE plpgsql STABLE AS $$
+BEGIN
+  RETURN ARRAY(SELECT z.j FROM unnest(p_ids) WITH ORDINALITY AS k(id, n)
+                CROSS JOIN LATERAL (SELECT j FROM job j WHERE j.id = k.id OFFSET 0) z
+               WHERE (z.j).locked_by = p_worker
+               ORDER BY k.n);
+END $$;
+
+-- Share-lock stack rows in id order (lock order 1).
+CREATE OR REPLACE FUNCTION kiln_lock_stacks(p_ids uuid[]) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM 1
+     FROM (SELECT DISTINCT u.id FROM unnest(p_ids) AS u(id) WHERE u.id IS NOT NULL ORDER BY 1) k
+    CROSS JOIN LATERAL (SELECT 1 FROM stack s WHERE s.id = k.id FOR SHARE) x;
+END $$;
+
+-- Lock resource rows in id order (lock order 2).
+CREATE OR REPLACE FUNCTION kiln_lock_rows(p_ids int[]) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM 1
+     FROM (SELECT DISTINCT u.id FROM unnest(p_ids) AS u(id) WHERE u.id IS NOT NULL ORDER BY 1) k
+    CROSS JOIN LATERAL (SELECT 1 FROM resource r WHERE r.id = k.id FOR UPDATE) x;
+END $$;
+
 -- What a locked node needs to run (row, inputs, scope).
 CREATE OR REPLACE FUNCTION kiln_locked_reply(p_outcome text, p_row jsonb, p_s stack, p_t traversal, p_key int, p_upd boolean) RETURNS jsonb LANGUAGE plpgsql STABLE AS $$
 BEGIN
@@ -282,9 +317,13 @@ $$;
 -- full-suite runs). Compared with the wall clock, not the transaction's start:
 -- run_at is stored to the millisecond (rounded), so a job just made ready could
 -- otherwise look a fraction of a millisecond in the future to an immediate claim.
+-- The picked jobs are then updated by key (`id = ANY(…)`): joined to the CTE,
+-- a plan made after an ANALYZE walked the job primary key from its start to
+-- the picked ids, every older job once per claim (test/db/plans.test.ts).
 CREATE OR REPLACE FUNCTION kiln_claim(p_worker uuid, p_limit int) RETURNS SETOF job LANGUAGE sql AS $$
   WITH picked AS (SELECT id FROM job WHERE locked_by IS NULL AND run_at <= clock_timestamp() ORDER BY id LIMIT p_limit FOR UPDATE SKIP LOCKED)
-  UPDATE job SET locked_by = p_worker, locked_at = now(), attempts = attempts + 1 FROM picked WHERE job.id = picked.id
+  UPDATE job SET locked_by = p_worker, locked_at = now(), attempts = attempts + 1
+   WHERE job.id = ANY(ARRAY(SELECT id FROM picked))
   RETURNING job.*
 $$;
 
@@ -305,7 +344,12 @@ $$;
 -- heartbeat within a lease) that has not claimed in the last 20 ms: a worker
 -- claiming at the same moment cannot see this claim and takes its own share;
 -- one that already took its share does not count, so the last claimer of a
--- burst takes the rest. Whatever it leaves it announces with a NOTIFY, so no
+-- burst takes the rest. Each claim of a non-empty queue stamps its worker's
+-- row (last_claim_at; the worker row comes before every other lock, as in
+-- the heartbeat). The check once looked for each worker's recent claims among
+-- the jobs, and after an ANALYZE that saw one worker's claims its cached plan
+-- read every claimed job per worker: 21.5 job rows per claimed job instead of
+-- 11 with four workers and 64 in flight (test/db/plans.test.ts). Whatever it leaves it announces with a NOTIFY, so no
 -- job waits for a timer: each round claims at least one job, so the rounds end.
 -- Measured (layered-100, D = 0.2 s, two workers): the first layer's finishes
 -- returned in 13 ms instead of 26 ms.
@@ -332,11 +376,14 @@ BEGIN
   -- Counted up to what any share could need (8 claimers' worth).
   SELECT count(*) INTO v_avail FROM (
     SELECT 1 FROM job WHERE locked_by IS NULL AND run_at <= clock_timestamp() LIMIT p_limit * 8) a;
+  IF v_avail > 0 THEN
+    UPDATE worker SET last_claim_at = clock_timestamp() WHERE id = p_worker;
+  END IF;
   IF v_avail > 1 THEN
     SELECT count(*) INTO v_others FROM worker w
      WHERE w.id <> p_worker AND w.state = 'running' AND w.stopped_at IS NULL
        AND w.heartbeat_at > now() - p_lease_ms * interval '1 millisecond'
-       AND NOT EXISTS (SELECT 1 FROM job j WHERE j.locked_by = w.id AND j.locked_at > clock_timestamp() - interval '20 milliseconds');
+       AND (w.last_claim_at IS NULL OR w.last_claim_at <= clock_timestamp() - interval '20 milliseconds');
     v_take := least(p_limit, ceil(v_avail::numeric / (1 + v_others))::int);
     IF v_others > 0 AND v_avail > v_take THEN PERFORM pg_notify('kiln_jobs', ''); END IF;
   END IF;

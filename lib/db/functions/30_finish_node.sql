@@ -482,17 +482,21 @@ DECLARE
   v_root_of uuid;
   v_last_root int;
   v_pending int;
+  v_jobs job[];
+  v_rows int[];
 BEGIN
-  PERFORM 1 FROM stack WHERE id IN (SELECT stack_id FROM job WHERE id = ANY(v_ids) AND locked_by = p_worker) ORDER BY id FOR SHARE;
-  -- Two key lookups joined by UNION, not one WHERE with OR: PostgreSQL plans
-  -- `id IN (…) OR replaces IN (…)` as a scan of every resource row, once per
-  -- batch (measured: O(N) per batch, a tenth of a 10,000-node create's time).
-  PERFORM 1 FROM resource
-   WHERE id IN (SELECT resource_id FROM job WHERE id = ANY(v_ids) AND locked_by = p_worker
-                UNION
-                SELECT x.id FROM resource x
-                 WHERE x.replaces IN (SELECT resource_id FROM job WHERE id = ANY(v_deleting) AND locked_by = p_worker))
-   ORDER BY id FOR UPDATE;
+  -- Every key looked up one by one (kiln_batch_jobs, 20_begin_node.sql).
+  v_jobs := kiln_batch_jobs(v_ids, p_worker);
+  PERFORM kiln_lock_stacks(ARRAY(SELECT x.stack_id FROM unnest(v_jobs) x));
+  -- The rows the finishes write: their own, and a deleted row's replacement
+  -- (whose `replaces` its cleanup clears).
+  v_rows := ARRAY(SELECT x.resource_id FROM unnest(v_jobs) x);
+  IF cardinality(v_deleting) > 0 THEN
+    v_rows := v_rows || ARRAY(SELECT z.id FROM unnest(v_jobs) x
+                               CROSS JOIN LATERAL (SELECT r.id FROM resource r WHERE r.replaces = x.resource_id OFFSET 0) z
+                              WHERE x.id = ANY(v_deleting));
+  END IF;
+  PERFORM kiln_lock_rows(v_rows);
   -- The sync points each finish will write: its own node and, on success, its
   -- successors (current traversal only), and its row's waiter.
   FOR k IN
@@ -501,9 +505,13 @@ BEGIN
              r.id AS rid, r.waiter_traversal_id AS wt, r.waiter_is_update AS wu,
              coalesce((e->'result'->>'ok')::boolean, false) AS ok, coalesce(e->'result'->'successors', '[]') AS succs
         FROM jsonb_array_elements(p_items) e
-        JOIN job j ON j.id = (e->>'job')::bigint AND j.locked_by = p_worker
-        JOIN stack s ON s.id = j.stack_id
-        JOIN resource r ON r.id = j.resource_id AND r.engine_id = p_worker
+        JOIN unnest(v_jobs) j ON j.id = (e->>'job')::bigint
+        CROSS JOIN LATERAL (SELECT s.current_traversal_id FROM stack s WHERE s.id = j.stack_id OFFSET 0) s
+        -- the holder checked outside the probe (as in kiln_batch_jobs): inside, a
+        -- plan searched every locked row (the lease index) for each row
+        CROSS JOIN LATERAL (SELECT r.id, r.engine_id, r.waiter_traversal_id, r.waiter_is_update FROM resource r
+                             WHERE r.id = j.resource_id OFFSET 0) r
+       WHERE r.engine_id = p_worker
     ), keys AS (
       SELECT cur AS trav, node AS rid, is_update AS upd FROM it WHERE traversal_id = cur
       UNION SELECT cur, (x->>0)::int, (x->>1)::boolean FROM it, jsonb_array_elements(it.succs) x WHERE traversal_id = cur AND ok

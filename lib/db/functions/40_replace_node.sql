@@ -130,18 +130,21 @@ DECLARE
   v_ev_lists jsonb[] := '{}';
   v_lazy boolean := true;
   v_notify boolean := false;
+  v_jobs job[];
 BEGIN
-  PERFORM 1 FROM stack WHERE id IN (SELECT stack_id FROM job WHERE id = ANY(v_ids) AND locked_by = p_worker) ORDER BY id FOR SHARE;
-  PERFORM 1 FROM resource WHERE id IN (SELECT resource_id FROM job WHERE id = ANY(v_ids) AND locked_by = p_worker) ORDER BY id FOR UPDATE;
+  -- Every key looked up one by one (kiln_batch_jobs, 20_begin_node.sql).
+  v_jobs := kiln_batch_jobs(v_ids, p_worker);
+  PERFORM kiln_lock_stacks(ARRAY(SELECT x.stack_id FROM unnest(v_jobs) x));
+  PERFORM kiln_lock_rows(ARRAY(SELECT x.resource_id FROM unnest(v_jobs) x));
   FOR k IN
     WITH it AS (
       SELECT j.traversal_id, s.current_traversal_id AS cur, coalesce(j.graph_key_id, j.resource_id) AS node,
              r.id AS rid, r.waiter_traversal_id AS wt, r.waiter_is_update AS wu,
              coalesce((e->'spec'->>'holds_lock')::boolean, true) AS holds
         FROM jsonb_array_elements(p_items) e
-        JOIN job j ON j.id = (e->>'job')::bigint AND j.locked_by = p_worker
-        JOIN stack s ON s.id = j.stack_id
-        JOIN resource r ON r.id = j.resource_id
+        JOIN unnest(v_jobs) j ON j.id = (e->>'job')::bigint
+        CROSS JOIN LATERAL (SELECT s.current_traversal_id FROM stack s WHERE s.id = j.stack_id OFFSET 0) s
+        CROSS JOIN LATERAL (SELECT r.id, r.waiter_traversal_id, r.waiter_is_update FROM resource r WHERE r.id = j.resource_id OFFSET 0) r
     ), keys AS (
       SELECT cur AS trav, node AS rid, true AS upd FROM it WHERE traversal_id = cur
       UNION SELECT cur, rid, wu FROM it WHERE holds AND wt = cur
