@@ -371,20 +371,20 @@ BEGIN
                ORDER BY k.n);
 END $$;
 
--- Share-lock stack rows in id order (lock order 1).
-CREATE OR REPLACE FUNCTION kiln_lock_stacks(p_ids uuid[]) RETURNS void LANGUAGE plpgsql AS $$
+-- A batch's first locks, in the lock order (10_events.sql): its jobs' stack
+-- rows shared (1), then their resource rows and p_more_rows (2), each set in
+-- id order.
+DROP FUNCTION IF EXISTS kiln_lock_stacks(uuid[]);
+DROP FUNCTION IF EXISTS kiln_lock_rows(int[]);
+CREATE OR REPLACE FUNCTION kiln_lock_batch(p_jobs job[], p_more_rows int[] DEFAULT '{}') RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
   PERFORM 1
-     FROM (SELECT DISTINCT u.id FROM unnest(p_ids) AS u(id) WHERE u.id IS NOT NULL ORDER BY 1) k
-    CROSS JOIN LATERAL (SELECT 1 FROM stack s WHERE s.id = k.id FOR SHARE) x;
-END $$;
-
--- Lock resource rows in id order (lock order 2).
-CREATE OR REPLACE FUNCTION kiln_lock_rows(p_ids int[]) RETURNS void LANGUAGE plpgsql AS $$
-BEGIN
+     FROM (SELECT DISTINCT x.stack_id FROM unnest(p_jobs) x ORDER BY 1) k
+    CROSS JOIN LATERAL (SELECT 1 FROM stack s WHERE s.id = k.stack_id FOR SHARE) z;
   PERFORM 1
-     FROM (SELECT DISTINCT u.id FROM unnest(p_ids) AS u(id) WHERE u.id IS NOT NULL ORDER BY 1) k
-    CROSS JOIN LATERAL (SELECT 1 FROM resource r WHERE r.id = k.id FOR UPDATE) x;
+     FROM (SELECT DISTINCT u.id FROM (SELECT x.resource_id FROM unnest(p_jobs) x UNION ALL SELECT unnest(p_more_rows)) AS u(id)
+            WHERE u.id IS NOT NULL ORDER BY 1) k
+    CROSS JOIN LATERAL (SELECT 1 FROM resource r WHERE r.id = k.id FOR UPDATE) z;
 END $$;
 
 -- What a locked node needs to run (row, inputs, scope).
@@ -614,8 +614,9 @@ $$;
 -- the heartbeat). The check once looked for each worker's recent claims among
 -- the jobs, and after an ANALYZE that saw one worker's claims its cached plan
 -- read every claimed job per worker: 21.5 job rows per claimed job instead of
--- 11 with four workers and 64 in flight (test/db/plans.test.ts). Whatever it leaves it announces with a NOTIFY, so no
--- job waits for a timer: each round claims at least one job, so the rounds end.
+-- 11 with four workers and 64 in flight (test/db/plans.test.ts). Whatever it
+-- leaves it announces with a NOTIFY, so no job waits for a timer: each round
+-- claims at least one job, so the rounds end.
 -- Measured (layered-100, D = 0.2 s, two workers): the first layer's finishes
 -- returned in 13 ms instead of 26 ms.
 --
@@ -1166,16 +1167,14 @@ DECLARE
 BEGIN
   -- Every key looked up one by one (kiln_batch_jobs, 20_begin_node.sql).
   v_jobs := kiln_batch_jobs(v_ids, p_worker);
-  PERFORM kiln_lock_stacks(ARRAY(SELECT x.stack_id FROM unnest(v_jobs) x));
   -- The rows the finishes write: their own, and a deleted row's replacement
   -- (whose `replaces` its cleanup clears).
-  v_rows := ARRAY(SELECT x.resource_id FROM unnest(v_jobs) x);
   IF cardinality(v_deleting) > 0 THEN
-    v_rows := v_rows || ARRAY(SELECT z.id FROM unnest(v_jobs) x
-                               CROSS JOIN LATERAL (SELECT r.id FROM resource r WHERE r.replaces = x.resource_id OFFSET 0) z
-                              WHERE x.id = ANY(v_deleting));
+    v_rows := ARRAY(SELECT z.id FROM unnest(v_jobs) x
+                     CROSS JOIN LATERAL (SELECT r.id FROM resource r WHERE r.replaces = x.resource_id OFFSET 0) z
+                    WHERE x.id = ANY(v_deleting));
   END IF;
-  PERFORM kiln_lock_rows(v_rows);
+  PERFORM kiln_lock_batch(v_jobs, coalesce(v_rows, '{}'));
   -- The sync points each finish will write: its own node and, on success, its
   -- successors (current traversal only), and its row's waiter.
   FOR k IN
@@ -1392,8 +1391,7 @@ DECLARE
 BEGIN
   -- Every key looked up one by one (kiln_batch_jobs, 20_begin_node.sql).
   v_jobs := kiln_batch_jobs(v_ids, p_worker);
-  PERFORM kiln_lock_stacks(ARRAY(SELECT x.stack_id FROM unnest(v_jobs) x));
-  PERFORM kiln_lock_rows(ARRAY(SELECT x.resource_id FROM unnest(v_jobs) x));
+  PERFORM kiln_lock_batch(v_jobs);
   FOR k IN
     WITH it AS (
       SELECT j.traversal_id, s.current_traversal_id AS cur, coalesce(j.graph_key_id, j.resource_id) AS node,

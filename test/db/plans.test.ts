@@ -195,8 +195,8 @@ async function flushPoolStats(pool: pg.Pool): Promise<void> {
 
 /**
  * Rows read per node while `run` steps `expected` steps of a traversal of
- * `nodes` nodes, ANALYZE running (on the cluster's pool, whose reads the
- * statistics flush below keeps out) as the window passes each ANALYZE_AT point.
+ * `nodes` nodes, ANALYZE running (on the cluster's pool: its sampling does not
+ * show in the scan counters read here) as the window passes each ANALYZE_AT point.
  */
 async function readsPerNode(steps: pg.Pool, nodes: number, expected: number, run: (tick: Tick) => Promise<number>) {
   await flushPoolStats(c.db.pool)

@@ -106,20 +106,20 @@ BEGIN
                ORDER BY k.n);
 END $$;
 
--- Share-lock stack rows in id order (lock order 1).
-CREATE OR REPLACE FUNCTION kiln_lock_stacks(p_ids uuid[]) RETURNS void LANGUAGE plpgsql AS $$
+-- A batch's first locks, in the lock order (10_events.sql): its jobs' stack
+-- rows shared (1), then their resource rows and p_more_rows (2), each set in
+-- id order.
+DROP FUNCTION IF EXISTS kiln_lock_stacks(uuid[]);
+DROP FUNCTION IF EXISTS kiln_lock_rows(int[]);
+CREATE OR REPLACE FUNCTION kiln_lock_batch(p_jobs job[], p_more_rows int[] DEFAULT '{}') RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
   PERFORM 1
-     FROM (SELECT DISTINCT u.id FROM unnest(p_ids) AS u(id) WHERE u.id IS NOT NULL ORDER BY 1) k
-    CROSS JOIN LATERAL (SELECT 1 FROM stack s WHERE s.id = k.id FOR SHARE) x;
-END $$;
-
--- Lock resource rows in id order (lock order 2).
-CREATE OR REPLACE FUNCTION kiln_lock_rows(p_ids int[]) RETURNS void LANGUAGE plpgsql AS $$
-BEGIN
+     FROM (SELECT DISTINCT x.stack_id FROM unnest(p_jobs) x ORDER BY 1) k
+    CROSS JOIN LATERAL (SELECT 1 FROM stack s WHERE s.id = k.stack_id FOR SHARE) z;
   PERFORM 1
-     FROM (SELECT DISTINCT u.id FROM unnest(p_ids) AS u(id) WHERE u.id IS NOT NULL ORDER BY 1) k
-    CROSS JOIN LATERAL (SELECT 1 FROM resource r WHERE r.id = k.id FOR UPDATE) x;
+     FROM (SELECT DISTINCT u.id FROM (SELECT x.resource_id FROM unnest(p_jobs) x UNION ALL SELECT unnest(p_more_rows)) AS u(id)
+            WHERE u.id IS NOT NULL ORDER BY 1) k
+    CROSS JOIN LATERAL (SELECT 1 FROM resource r WHERE r.id = k.id FOR UPDATE) z;
 END $$;
 
 -- What a locked node needs to run (row, inputs, scope).
@@ -349,8 +349,9 @@ $$;
 -- the heartbeat). The check once looked for each worker's recent claims among
 -- the jobs, and after an ANALYZE that saw one worker's claims its cached plan
 -- read every claimed job per worker: 21.5 job rows per claimed job instead of
--- 11 with four workers and 64 in flight (test/db/plans.test.ts). Whatever it leaves it announces with a NOTIFY, so no
--- job waits for a timer: each round claims at least one job, so the rounds end.
+-- 11 with four workers and 64 in flight (test/db/plans.test.ts). Whatever it
+-- leaves it announces with a NOTIFY, so no job waits for a timer: each round
+-- claims at least one job, so the rounds end.
 -- Measured (layered-100, D = 0.2 s, two workers): the first layer's finishes
 -- returned in 13 ms instead of 26 ms.
 --

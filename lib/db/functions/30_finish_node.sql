@@ -487,16 +487,14 @@ DECLARE
 BEGIN
   -- Every key looked up one by one (kiln_batch_jobs, 20_begin_node.sql).
   v_jobs := kiln_batch_jobs(v_ids, p_worker);
-  PERFORM kiln_lock_stacks(ARRAY(SELECT x.stack_id FROM unnest(v_jobs) x));
   -- The rows the finishes write: their own, and a deleted row's replacement
   -- (whose `replaces` its cleanup clears).
-  v_rows := ARRAY(SELECT x.resource_id FROM unnest(v_jobs) x);
   IF cardinality(v_deleting) > 0 THEN
-    v_rows := v_rows || ARRAY(SELECT z.id FROM unnest(v_jobs) x
-                               CROSS JOIN LATERAL (SELECT r.id FROM resource r WHERE r.replaces = x.resource_id OFFSET 0) z
-                              WHERE x.id = ANY(v_deleting));
+    v_rows := ARRAY(SELECT z.id FROM unnest(v_jobs) x
+                     CROSS JOIN LATERAL (SELECT r.id FROM resource r WHERE r.replaces = x.resource_id OFFSET 0) z
+                    WHERE x.id = ANY(v_deleting));
   END IF;
-  PERFORM kiln_lock_rows(v_rows);
+  PERFORM kiln_lock_batch(v_jobs, coalesce(v_rows, '{}'));
   -- The sync points each finish will write: its own node and, on success, its
   -- successors (current traversal only), and its row's waiter.
   FOR k IN

@@ -134,8 +134,7 @@ DECLARE
 BEGIN
   -- Every key looked up one by one (kiln_batch_jobs, 20_begin_node.sql).
   v_jobs := kiln_batch_jobs(v_ids, p_worker);
-  PERFORM kiln_lock_stacks(ARRAY(SELECT x.stack_id FROM unnest(v_jobs) x));
-  PERFORM kiln_lock_rows(ARRAY(SELECT x.resource_id FROM unnest(v_jobs) x));
+  PERFORM kiln_lock_batch(v_jobs);
   FOR k IN
     WITH it AS (
       SELECT j.traversal_id, s.current_traversal_id AS cur, coalesce(j.graph_key_id, j.resource_id) AS node,
