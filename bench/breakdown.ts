@@ -3,7 +3,8 @@
  * events the traversal stored (no instrumentation in the engine):
  *
  *   start  submit -> the first node of the critical path locked (the service
- *          call, the NOTIFY, the claim and begin of the leaves);
+ *          call, timed on its own, then the NOTIFY, the claim and begin of the
+ *          leaves);
  *   path   along the critical path, the time above its actions: each node's
  *          span from its last input's finish to its own finish, less the
  *          action delay D for a node that acted (its finish is a resource
@@ -27,9 +28,13 @@ export interface Breakdown {
   pathNodes: number
   acted: number
   startMs: number
+  /** of startMs, the service call (submit -> it returned) */
+  serviceMs: number
   /** the path's time above its actions, in all and per node (median) */
   pathOverheadMs: number
   perNodeMedianMs: number
+  /** of pathOverheadMs, the first node's (its lock -> its finish, less D: the worker loading the traversal, the action's start) */
+  firstNodeMs: number
   settleMs: number
   noticedMs: number
 }
@@ -43,7 +48,7 @@ interface NodeTimes {
 }
 
 export async function criticalPathBreakdown(
-  pool: pg.Pool, traversalId: string, delayS: number, submittedAt: number, noticedAt: number,
+  pool: pg.Pool, traversalId: string, delayS: number, submittedAt: number, serviceMs: number, noticedAt: number,
 ): Promise<Breakdown | null> {
   const { rows: tr } = await pool.query('SELECT graph FROM traversal_graph WHERE traversal_id = $1', [traversalId])
   if (!tr[0]) return null
@@ -103,8 +108,10 @@ export async function criticalPathBreakdown(
     pathNodes: path.length,
     acted,
     startMs: round((first.running ?? first.done) - submittedAt),
+    serviceMs: round(serviceMs),
     pathOverheadMs: round(perNode.reduce((a, b) => a + b, 0)),
     perNodeMedianMs: round(sorted[Math.floor(sorted.length / 2)]!),
+    firstNodeMs: round(perNode[0]!),
     settleMs: round(settled - end),
     noticedMs: round(noticedAt - settled),
   }
@@ -117,6 +124,6 @@ export function round(v: number, digits = 1): number {
 }
 
 export function formatBreakdown(b: Breakdown): string {
-  return `    above the critical path: start ${b.startMs} ms (submit -> first node locked); path ${b.pathOverheadMs} ms over ${b.pathNodes} nodes` +
-    ` (${b.acted} acting; median ${b.perNodeMedianMs} ms per node: finish, hop, timer); end ${b.settleMs} ms (last finish -> COMPLETE) + ${b.noticedMs} ms (-> bench notified)`
+  return `    above the critical path: start ${b.startMs} ms (submit -> first node locked; the service call ${b.serviceMs} ms); path ${b.pathOverheadMs} ms over ${b.pathNodes} nodes` +
+    ` (${b.acted} acting; the first ${b.firstNodeMs} ms; median ${b.perNodeMedianMs} ms per node: finish, hop, timer); end ${b.settleMs} ms (last finish -> COMPLETE) + ${b.noticedMs} ms (-> bench notified)`
 }

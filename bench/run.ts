@@ -36,6 +36,7 @@ import { ALL_STACKS, HARNESS_WATCH_MS, watchStackEvents } from '../lib/db/querie
 import { builtinTypes, createRegistry, typeCatalog } from '../lib/resources/registry'
 import { createStackService } from '../lib/services/stacks'
 import { MARK_AFTER_MS } from '../lib/engine/check-resource'
+import { cpuSnapshot, cpuUse, type CpuUse } from './cpu'
 import { criticalPathBreakdown, formatBreakdown, round, type Breakdown } from './breakdown'
 import { benchTemplate, criticalPathNodes, type Shape } from './shapes'
 
@@ -105,6 +106,8 @@ interface Row {
   txnsPerNode: number
   /** with D > 0: where the time above the critical path went (bench/breakdown.ts) */
   breakdown?: Breakdown | null
+  /** CPU per node of the workers, PostgreSQL and this process, and the machine's idle share (bench/cpu.ts) */
+  cpu?: CpuUse | null
   /** with --repeat: every run's wall seconds (wallS and the rates are the median run's) */
   runsS?: number[]
 }
@@ -253,12 +256,15 @@ async function main() {
             if (!args.coldPlans) await replan()
             if (args.profile) await db.pool.query('SELECT pg_stat_statements_reset(), pg_stat_reset()')
             const t0 = await txns()
+            const cpu0 = cpuSnapshot(workers.map((w) => w.pid ?? 0))
             const started = performance.now()
             const submittedAt = Date.now()
             const res = await run()
+            const serviceMs = performance.now() - started
             const outcome = await waitDone(res.stack.id, res.traversalId)
             const wallS = (performance.now() - started) / 1000
             const noticedAt = Date.now()
+            const cpu1 = cpuSnapshot(workers.map((w) => w.pid ?? 0))
             const nodes = await nodesOf(res.traversalId)
             const t1 = await txns()
             const cpNodes = criticalPathNodes(shape, n) * (phase === 'replace' ? 2 : 1)
@@ -275,11 +281,13 @@ async function main() {
               criticalPathS,
               wallOverCritical: criticalPathS ? round(wallS / criticalPathS, 3) : null,
               txnsPerNode: round((t1 - t0) / Math.max(1, nodes), 2),
+              cpu: cpuUse(cpu0, cpu1, nodes),
             }
-            if (delay > 0 && res.traversalId) row.breakdown = await criticalPathBreakdown(db.pool, res.traversalId, delay, submittedAt, noticedAt)
+            if (delay > 0 && res.traversalId) row.breakdown = await criticalPathBreakdown(db.pool, res.traversalId, delay, submittedAt, serviceMs, noticedAt)
             runs.push(row)
             if (!args.json) console.log(`${shape.padEnd(8)} n=${String(n).padEnd(6)} D=${delay}s ${phase.padEnd(8)} ${outcome.padEnd(18)} wall ${row.wallS.toFixed(2)} s  ${row.msPerResource.toFixed(2)} ms/res  ${row.nodesPerS} nodes/s  ${row.wallOverCritical ? `wall/cp ${row.wallOverCritical}` : ''}  ${row.txnsPerNode} write txn/node`)
             if (!args.json && row.breakdown) console.log(formatBreakdown(row.breakdown))
+            if (!args.json && row.cpu) console.log(`    CPU per node: workers ${row.cpu.workersMsPerNode} ms, PostgreSQL ${row.cpu.postgresMsPerNode} ms, bench ${row.cpu.benchMsPerNode} ms; cores idle ${Math.round(row.cpu.idleShare * 100)} %`)
             if (args.profile) console.log(await profileReport(db.pool, nodes))
             if (!outcome.endsWith('COMPLETE')) throw new Error(`${name} ${phase} ended ${outcome}`)
             if (phase === args.lastPhase) {
