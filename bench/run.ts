@@ -8,8 +8,10 @@
  * OS::Heat::TestResource stacks through the service layer, with real worker
  * processes, on a dedicated embedded PostgreSQL (.data/bench-pg) or on the
  * database of DATABASE_URL (emptied first!). Prints wall seconds, ms per
- * resource, nodes per second, wall / critical path, and database
- * transactions per graph node.
+ * resource, nodes per second, wall / critical path, database
+ * transactions per graph node, and the CPU each phase cost per graph node in
+ * the workers, PostgreSQL and this process (bench/cpu.ts); with D > 0 also
+ * where the time above the critical path went (bench/breakdown.ts).
  *
  * --watched follows every stack's events the way a web server with the stack
  * open in a browser does (an event_watch row), so each step also sends its
