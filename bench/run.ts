@@ -149,6 +149,8 @@ async function main() {
       }),
     )
   }
+  // For the CPU split (bench/cpu.ts): each worker is the node process spawned above.
+  const workerPids = workers.flatMap((w) => (w.pid ? [w.pid] : []))
   const listener = new pg.Client({ connectionString: url })
   await listener.connect()
   // kiln_stack: one notification when a stack's operation ends (not one per event).
@@ -258,7 +260,7 @@ async function main() {
             if (!args.coldPlans) await replan()
             if (args.profile) await db.pool.query('SELECT pg_stat_statements_reset(), pg_stat_reset()')
             const t0 = await txns()
-            const cpu0 = cpuSnapshot(workers.map((w) => w.pid ?? 0))
+            const cpu0 = cpuSnapshot(workerPids)
             const started = performance.now()
             const submittedAt = Date.now()
             const res = await run()
@@ -266,7 +268,7 @@ async function main() {
             const outcome = await waitDone(res.stack.id, res.traversalId)
             const wallS = (performance.now() - started) / 1000
             const noticedAt = Date.now()
-            const cpu1 = cpuSnapshot(workers.map((w) => w.pid ?? 0))
+            const cpu1 = cpuSnapshot(workerPids)
             const nodes = await nodesOf(res.traversalId)
             const t1 = await txns()
             const cpNodes = criticalPathNodes(shape, n) * (phase === 'replace' ? 2 : 1)

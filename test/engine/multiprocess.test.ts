@@ -20,13 +20,16 @@ afterAll(async () => {
   await db?.drop()
 })
 
-/** A chain of TestResources r0 <- r1 <- ... each waiting `wait` seconds on every action. */
-function chain(n: number, value: string, wait: number, extra: Record<string, unknown> = {}): string {
+/**
+ * A chain of TestResources r0 <- r1 <- ... each waiting `wait` seconds on every
+ * action; `extra` properties for every node, or per node index.
+ */
+function chain(n: number, value: string, wait: number, extra: Record<string, unknown> | ((i: number) => Record<string, unknown>) = {}): string {
   const resources: Record<string, unknown> = {}
   for (let i = 0; i < n; i++) {
     resources[`r${i}`] = {
       type: 'OS::Heat::TestResource',
-      properties: { value: `${value}-${i}`, wait_secs: wait, ...extra },
+      properties: { value: `${value}-${i}`, wait_secs: wait, ...(typeof extra === 'function' ? extra(i) : extra) },
       ...(i ? { depends_on: [`r${i - 1}`] } : {}),
     }
   }
@@ -158,17 +161,7 @@ describe('several worker processes', () => {
 
   test('with cleanups completed early, an old row is still deleted only after every row that used it has moved, and the stack completes only after that delete', async () => {
     // r0 <- r1 <- r2 <- r3; the update replaces r1 and leaves the others in place.
-    const template = (value: string, replaceR1: boolean) => {
-      const resources: Record<string, unknown> = {}
-      for (let i = 0; i < 4; i++) {
-        resources[`r${i}`] = {
-          type: 'OS::Heat::TestResource',
-          properties: { value: `${value}-${i}`, wait_secs: 0.05, ...(replaceR1 && i === 1 ? { update_replace: true } : {}) },
-          ...(i ? { depends_on: [`r${i - 1}`] } : {}),
-        }
-      }
-      return JSON.stringify({ heat_template_version: '2018-08-31', resources })
-    }
+    const template = (value: string, replaceR1: boolean) => chain(4, value, 0.05, (i) => (replaceR1 && i === 1 ? { update_replace: true } : {}))
     const res = await c.services.create(c.actor, { name: 'early-mixed', template: template('a', false) })
     expect(await c.settle(res.stack.id)).toBe('CREATE_COMPLETE')
     const oldR1 = (await c.rows(res.stack.id)).find((r) => r.name === 'r1')!.id
