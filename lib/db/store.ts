@@ -42,7 +42,7 @@ export function createStore(pool: pg.Pool, opts: StoreOptions): ConvergenceStore
     beginNode: (job) => retry('begin', () => beginNode(pool, workerId, leaseMs, job)),
     finishNode: (job, req) => finishes.submit(job, req),
     replaceNode: (job, req) => replaces.submit(job, req),
-    markInProgress: (job, action) => retry('mark', () => markInProgress(pool, workerId, job, action)),
+    markInProgress: (job, action) => retry('mark', () => markInProgress(pool, workerId, job, action, lazyTypes)),
     recordIntent: (job, properties) => retry('intent', () => recordIntent(pool, workerId, job, properties)),
     reportProgress: (job, message, fraction) => reportProgress(pool, workerId, job, message, fraction).catch(() => {}),
     loadTraversal: (id) => retry('load', () => loadTraversal(pool, id)),

@@ -189,8 +189,13 @@ async function replaceResult(pool: pg.Pool, job: ClaimedJob, out: Json): Promise
   return { outcome: 'ok', replacement: toResourceRow(out.replacement as Json), claimed: out.claimed ? claimedWithBegin(out.claimed as Json, out.begun) : null }
 }
 
-export async function markInProgress(pool: pg.Pool, workerId: string, job: ClaimedJob, action: ResourceAction): Promise<boolean> {
-  const { rows } = await pool.query({ name: 'kiln_mark_in_progress', text: 'SELECT kiln_mark_in_progress($1, $2, $3) AS ok', values: [job.id, workerId, action] })
+/** `lazyTypes` as for a finish: the mark of a state-only row commits without waiting for the disk. */
+export async function markInProgress(pool: pg.Pool, workerId: string, job: ClaimedJob, action: ResourceAction, lazyTypes: readonly string[] = []): Promise<boolean> {
+  const { rows } = await pool.query({
+    name: 'kiln_mark_in_progress',
+    text: 'SELECT kiln_mark_in_progress($1, $2, $3, $4) AS ok',
+    values: [job.id, workerId, action, JSON.stringify(lazyTypes)],
+  })
   return rows[0].ok === true
 }
 
