@@ -2,9 +2,8 @@
  * Lazy commits (kiln_commit_lazily, lib/db/functions/10_events.sql): a node
  * step whose every row is of a state-only type the worker names commits with
  * synchronous_commit off (a claim, a finish, a batch, a replacement, an
- * in-progress mark); a step
- * that releases or locks any other row waits
- * for the disk. Each case runs the real engine call inside an open
+ * in-progress mark); a step that releases or locks any other row waits for
+ * the disk. Each case runs the real engine call inside an open
  * transaction and reads the setting that transaction would commit with.
  */
 import crypto from 'node:crypto'
@@ -144,17 +143,16 @@ test('a replacement commits lazily only when the old row, the new one and the no
 
 test('an UPDATE_IN_PROGRESS mark commits lazily only on a state-only row', async () => {
   // The mark holds the stack's event lock to its commit: waiting for the disk there held up every other step of the stack.
-  const lazy = await claimed('mark-lazy', PAIR('OS::Heat::None', 'OS::Heat::TestResource'), [...NONE, 'OS::Heat::TestResource'])
-  const job = (name: string, c: Awaited<ReturnType<typeof claimed>>) => c.jobs.find((j) => j.resourceId === c.id[name])!
+  const lazy = await claimed('mark-lazy', PAIR('OS::Heat::None', 'OS::Heat::None'), NONE)
   let ok: boolean | undefined
-  expect(await commitsWith(async () => (ok = await markInProgress(one, lazy.worker, job('a', lazy), 'UPDATE', NONE)))).toBe('off')
+  expect(await commitsWith(async () => (ok = await markInProgress(one, lazy.worker, lazy.jobs[0]!, 'UPDATE', NONE)))).toBe('off')
   expect(ok).toBe(true)
   const { rows } = await c.db.pool.query(`SELECT action, status FROM resource WHERE id = $1`, [lazy.id.a])
   expect(rows[0]).toEqual({ action: 'UPDATE', status: 'IN_PROGRESS' })
 
   // A row of another type, or no list (KILN_LAZY_COMMITS=false): the mark waits for the disk.
-  const other = await claimed('mark-other', PAIR('OS::Heat::TestResource', 'OS::Heat::None'), [...NONE, 'OS::Heat::TestResource'])
-  expect(await commitsWith(() => markInProgress(one, other.worker, job('a', other), 'UPDATE', NONE))).toBe('on')
+  const other = await claimed('mark-other', PAIR('OS::Heat::TestResource', 'OS::Heat::None'), NONE)
+  expect(await commitsWith(() => markInProgress(one, other.worker, other.jobs[0]!, 'UPDATE', NONE))).toBe('on')
   const durable = await claimed('mark-durable', PAIR('OS::Heat::None', 'OS::Heat::None'), NONE)
-  expect(await commitsWith(() => markInProgress(one, durable.worker, job('a', durable), 'UPDATE', []))).toBe('on')
+  expect(await commitsWith(() => markInProgress(one, durable.worker, durable.jobs[0]!, 'UPDATE', []))).toBe('on')
 })
