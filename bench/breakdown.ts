@@ -70,7 +70,10 @@ export async function criticalPathBreakdown(
     const id = `${e.rid}:${e.upd === 'true' ? 'u' : 'c'}`
     const at = Number(e.at)
     const t = times.get(id) ?? { running: null, done: Number.NaN, acted: false }
-    if (e.state === 'RUNNING') t.running = at // the last lock counts (a replacement begins again)
+    // The first lock counts: a replacement begins again (its new row), but a
+    // state-only type's create starts before that second lock (a head start,
+    // lib/engine/check-resource.ts), so the node's span runs from the first.
+    if (e.state === 'RUNNING') t.running ??= at
     else {
       t.done = at
       t.acted = e.kind === 'resource'

@@ -298,6 +298,7 @@ export class WorkerRuntime {
         this.stats.finished++
         if (next.length && this.state !== 'running') {
           // Draining: hand the successors to another worker instead of starting them here.
+          for (const j of next) j.headStart?.abort('the worker is shutting down')
           await releaseJobs(this.opts.db.pool, this.id, [...this.inFlight.keys()]).catch(() => {})
           next = []
         }

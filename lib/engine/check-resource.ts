@@ -12,6 +12,7 @@
  * Returns the jobs to run next when the finish claimed successors (inline
  * continuation: a chain or a fan-out runs without queue hops).
  */
+import crypto from 'node:crypto'
 import type { Logger } from '../logger'
 import type { ResourceContext, ResourceState, ResourceType, ResourceTypeConfig } from '../resources/types'
 import { ReplaceRequired } from '../resources/types'
@@ -19,7 +20,7 @@ import { changedProperties, needsReplacement, validateProperties } from '../reso
 import { resolveProperties } from '../template'
 import type { ResolveContext } from '../template/types'
 import { decideCleanup, decideUpdate } from './decide'
-import type { BeginResult, ClaimedJob, ConvergenceStore, FinishRequest, NodeScope, ResourceRow } from './ports'
+import type { ActionOutcome, BeginResult, ClaimedJob, ConvergenceStore, FinishRequest, HeadStart, NodeScope, ResourceRow } from './ports'
 import type { TraversalCache, TraversalContext } from './traversal-context'
 import type { NodePayload, ResourceAction } from './types'
 import { nodeId, parseNodeId } from './types'
@@ -56,6 +57,15 @@ export interface NodeResult {
 
 type Locked = Extract<BeginResult, { outcome: 'locked' | 'replace_deleting' }>
 
+type Created = Awaited<ReturnType<ResourceType['create']>>
+
+/** Whose action an action is: the row's uuid, the row it replaces, and the job its progress reports go to. */
+interface Identity {
+  uuid: string
+  replacesUuid: string | null
+  job: () => ClaimedJob
+}
+
 export function physicalName(stackName: string, row: Pick<ResourceRow, 'name' | 'uuid'>): string {
   return `${stackName}-${row.name}-${row.uuid.replace(/-/g, '').slice(0, 12)}`
 }
@@ -87,12 +97,17 @@ function message(err: unknown): string {
 }
 
 export async function runNode(deps: NodeRunnerDeps, job: ClaimedJob): Promise<NodeResult> {
-  // A successor claimed by the previous node's finish may already be begun (same transaction).
-  const begun = job.begun ?? (await deps.store.beginNode(job))
-  if (begun.outcome !== 'locked' && begun.outcome !== 'replace_deleting') return { outcome: begun.outcome, next: [] }
-  const ctx = await deps.traversals.get(job.traversalId!)
-  const node = new NodeRun(deps, job, begun, ctx)
-  return node.run()
+  try {
+    // A successor claimed by the previous node's finish may already be begun (same transaction).
+    const begun = job.begun ?? (await deps.store.beginNode(job))
+    if (begun.outcome !== 'locked' && begun.outcome !== 'replace_deleting') return { outcome: begun.outcome, next: [] }
+    const ctx = await deps.traversals.get(job.traversalId!)
+    const node = new NodeRun(deps, job, begun, ctx)
+    return await node.run()
+  } finally {
+    // A head start the run did not adopt (it failed before acting, say) must not run on unseen.
+    job.headStart?.abort('the replacement did not use it')
+  }
 }
 
 /**
@@ -177,22 +192,23 @@ class NodeRun {
     return [...new Set(this.begun.inputs.map((p) => p.id))].sort((a, b) => b - a)
   }
 
-  private resourceContext(signal: AbortSignal): ResourceContext {
+  /** The context an action runs in, as the row `as` (this row, or a replacement a head start runs for). */
+  private resourceContext(signal: AbortSignal, as: Identity): ResourceContext {
     let last = 0
     const every = this.deps.progressIntervalMs ?? 1000
     return {
       stackId: this.scope.stack.id,
       stackName: this.scope.stack.name,
       resourceName: this.row.name,
-      resourceUuid: this.row.uuid,
-      replacesUuid: this.begun.replacesUuid,
-      physicalName: physicalName(this.scope.stack.name, this.row),
+      resourceUuid: as.uuid,
+      replacesUuid: as.replacesUuid,
+      physicalName: physicalName(this.scope.stack.name, { name: this.row.name, uuid: as.uuid }),
       signal,
       progress: (msg, fraction) => {
         const now = Date.now()
         if (now - last < every) return
         last = now
-        void this.deps.store.reportProgress(this.job, msg, fraction ?? null)
+        void this.deps.store.reportProgress(as.job(), msg, fraction ?? null)
       },
       log: this.log,
       config: this.deps.typeConfig,
@@ -200,16 +216,60 @@ class NodeRun {
   }
 
   /** Run a resource action with an AbortSignal; returns the error instead of throwing. */
-  private async act<T>(fn: (rc: ResourceContext) => Promise<T>): Promise<{ ok: true; value: T } | { ok: false; error: unknown; aborted: string | null }> {
+  private act<T>(fn: (rc: ResourceContext) => Promise<T>): Promise<ActionOutcome<T>> {
+    return this.launch(fn, { uuid: this.row.uuid, replacesUuid: this.begun.replacesUuid, job: () => this.job }).result
+  }
+
+  /** Start an action; `abort` stops it early (its outcome then says why). */
+  private launch<T>(fn: (rc: ResourceContext) => Promise<T>, as: Identity): { result: Promise<ActionOutcome<T>>; abort(reason: string): void } {
     const handle = this.deps.signals.open(this.job, this.scope.traversal.deadline)
-    try {
-      return { ok: true, value: await fn(this.resourceContext(handle.signal)) }
-    } catch (error) {
-      const aborted = handle.signal.aborted ? String(handle.signal.reason instanceof Error ? handle.signal.reason.message : handle.signal.reason ?? 'aborted') : null
-      return { ok: false, error, aborted }
-    } finally {
-      handle.close()
+    const own = new AbortController()
+    const signal = AbortSignal.any([handle.signal, own.signal])
+    const result = (async (): Promise<ActionOutcome<T>> => {
+      try {
+        const v = await fn(this.resourceContext(signal, as))
+        return { ok: true, value: v }
+      } catch (error) {
+        const aborted = signal.aborted ? String(signal.reason instanceof Error ? signal.reason.message : signal.reason ?? 'aborted') : null
+        return { ok: false, error, aborted }
+      } finally {
+        handle.close()
+      }
+    })()
+    return { result, abort: (reason) => own.abort(new Error(reason)) }
+  }
+
+  /**
+   * Head start (a replacement of a state-only type): the create starts now,
+   * as the new row (whose uuid the worker picks and the replace call uses),
+   * while the call that inserts and locks that row is in flight, instead of
+   * after it. The new row's node run adopts it (createAction). A state-only
+   * type's actions change nothing outside Kiln, so a create whose row this
+   * worker then does not get (the traversal moved on, the lock was lost) is
+   * aborted and dropped without a trace; a type with outside effects acts
+   * only under the lock, as before. The replace call was one round trip on
+   * the critical path per replaced node: 4.7–6.9 ms (median) in a layered-100
+   * replace-all at D = 0.2 s.
+   */
+  private headStart(typeName: string, props: Record<string, unknown> | undefined): HeadStart | null {
+    const type = this.deps.types.get(typeName)
+    if (!props || !this.deps.inline || !type?.stateOnly) return null
+    const uuid = crypto.randomUUID()
+    const head: Omit<HeadStart, 'result' | 'abort'> = { uuid, propsJson: JSON.stringify(props), job: this.job }
+    const run = this.launch((rc) => type.create(rc, props), { uuid, replacesUuid: this.row.uuid, job: () => head.job })
+    return Object.assign(head, run)
+  }
+
+  /** A create: the head start this row's replace call left running if it is this very create, else a new action. */
+  private createAction(type: ResourceType, props: Record<string, unknown>): Promise<ActionOutcome<Created>> {
+    const head = this.job.headStart
+    if (head) {
+      this.job.headStart = undefined
+      // Started by headStart() with type.create: the same type, since the row's type is the one it was started for.
+      if (head.uuid === this.row.uuid && head.propsJson === JSON.stringify(props)) return head.result as Promise<ActionOutcome<Created>>
+      head.abort('the replacement resolved other properties')
     }
+    return this.act((rc) => type.create(rc, props))
   }
 
   private async update(): Promise<NodeResult> {
@@ -230,7 +290,7 @@ class NodeRun {
     } catch (err) {
       return this.fail(creating ? 'CREATE' : 'UPDATE', message(err))
     }
-    if (this.begun.outcome === 'replace_deleting') return this.replace(def.type, 'the resource is being deleted by an older traversal', false)
+    if (this.begun.outcome === 'replace_deleting') return this.replace(def.type, 'the resource is being deleted by an older traversal', false, props)
 
     const changed = this.row.properties ? changedProperties(this.row.properties, props) : Object.keys(props)
     const decision = creating
@@ -242,7 +302,7 @@ class NodeRun {
       case 'noop':
         return this.finish({ ok: true, reason: 'unchanged', set: common, payload: payloadOf(this.row) }, 'unchanged')
       case 'replace':
-        return this.replace(def.type, decision.reason, true)
+        return this.replace(def.type, decision.reason, true, props)
       case 'create': {
         // Write-ahead for effects outside Kiln: if this worker dies after the create made
         // something and before its result is stored, the row's cleanup still finds it.
@@ -250,19 +310,19 @@ class NodeRun {
           this.log.warn('lock lost before the create ran')
           return { outcome: 'lock_lost', next: [] }
         }
-        const res = await this.act((rc) => type.create(rc, props))
+        const res = await this.createAction(type, props)
         if (!res.ok) return this.actionFailed('CREATE', res)
         return this.completed('CREATE', def.type, props, res.value, common, 'created')
       }
       case 'update': {
         const prev = this.stored()
         const replaceWhy = type.replaceOnUpdate?.(props, prev, decision.changed)
-        if (replaceWhy) return this.replace(def.type, replaceWhy, true)
+        if (replaceWhy) return this.replace(def.type, replaceWhy, true, props)
         const marked = this.markWhenSlow('UPDATE')
         const res = await this.act((rc) => type.update(rc, props, prev, decision.changed))
         await marked()
         if (!res.ok) {
-          if (res.error instanceof ReplaceRequired && !res.aborted) return this.replace(def.type, res.error.message, true)
+          if (res.error instanceof ReplaceRequired && !res.aborted) return this.replace(def.type, res.error.message, true, props)
           return this.actionFailed('UPDATE', res)
         }
         return this.completed('UPDATE', def.type, props, res.value, common, 'updated')
@@ -311,12 +371,29 @@ class NodeRun {
     return { physicalId: this.row.physicalId, properties: this.row.properties ?? {}, attributes: this.row.attributes ?? {}, data: this.row.data ?? {} }
   }
 
-  private async replace(type: string, reason: string, holdsLock: boolean): Promise<NodeResult> {
+  private async replace(type: string, reason: string, holdsLock: boolean, props?: Record<string, unknown>): Promise<NodeResult> {
     this.unmarked = null
-    const res = await this.deps.store.replaceNode(this.job, { type, requires: this.requires(), reason, claim: this.deps.inline, holdsLock })
-    if (res.outcome !== 'ok') return { outcome: res.outcome, next: [] }
+    const head = this.headStart(type, props)
+    const req = { type, requires: this.requires(), reason, claim: this.deps.inline, holdsLock, ...(head ? { uuid: head.uuid } : {}) }
+    const res = await this.deps.store.replaceNode(this.job, req).catch((err: unknown) => {
+      head?.abort('the replace call failed')
+      throw err
+    })
+    if (res.outcome !== 'ok') {
+      head?.abort(`the replace call answered ${res.outcome}`)
+      return { outcome: res.outcome, next: [] }
+    }
     this.log.info(`replaced by #${res.replacement.id}: ${reason}`)
-    return { outcome: 'replaced', next: res.claimed ? [res.claimed] : [] }
+    const next = res.claimed
+    if (head) {
+      // Adopted only by a run that holds the new row's lock; any other answer (not begun here, a busy row) drops it.
+      const begun = next?.begun
+      if (next && begun?.outcome === 'locked' && begun.resource.uuid === head.uuid) {
+        head.job = next
+        next.headStart = head
+      } else head.abort('the replacement was not begun by this worker')
+    }
+    return { outcome: 'replaced', next: next ? [next] : [] }
   }
 
   private async cleanup(): Promise<NodeResult> {

@@ -19,6 +19,28 @@ export interface ClaimedJob {
   attempts: number
   /** Set when the finish that claimed this job also began it (same transaction): no begin round trip. */
   begun?: BeginResult
+  /** In memory only: a create already running for this replacement row (check-resource.ts, head starts). */
+  headStart?: HeadStart
+}
+
+/** How a resource action ended: its value, or the error (and the abort reason if its signal fired). */
+export type ActionOutcome<T = unknown> = { ok: true; value: T } | { ok: false; error: unknown; aborted: string | null }
+
+/**
+ * A state-only type's create that the worker started under a replacement row's
+ * identity while the replace call locking that row was in flight. The node run
+ * of the new row adopts it if it resolves the same properties; otherwise, or
+ * if the row never reaches that run, it is aborted and its result dropped.
+ */
+export interface HeadStart {
+  /** The uuid the replacement row was inserted with (chosen by the worker). */
+  uuid: string
+  /** The validated properties the create runs with, as JSON. */
+  propsJson: string
+  /** The job progress reports go to: the old row's until the new row's job is known. */
+  job: ClaimedJob
+  result: Promise<ActionOutcome>
+  abort(reason: string): void
 }
 
 export interface ResourceRow {
@@ -102,6 +124,8 @@ export interface ReplaceRequest {
   claim: boolean
   /** false when the old row is locked by an older traversal deleting it */
   holdsLock: boolean
+  /** The new row's uuid, when the worker chose it (a head start runs under it). */
+  uuid?: string
 }
 
 export type ReplaceResult =

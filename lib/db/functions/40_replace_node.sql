@@ -5,7 +5,10 @@
 -- hand the node to a job for the new row. The new row *impersonates* the old
 -- row's graph node: its successors and the stack hear from the node they wait for.
 --
--- p_spec: { type, requires: [ids], reason, claim, holds_lock, begin_lease_ms }
+-- p_spec: { type, requires: [ids], reason, claim, holds_lock, begin_lease_ms, uuid }
+-- uuid: the new row's, when the worker chose it (it starts a state-only
+-- type's create under that identity while this call runs: check-resource.ts,
+-- "head start"); otherwise a fresh one.
 -- With claim and begin_lease_ms the new row is also begun (locked, RUNNING) in
 -- this transaction, as kiln_finish_node does for a successor.
 -- holds_lock = false for the "row is being deleted by an older traversal" case,
@@ -73,8 +76,8 @@ BEGIN
   END IF;
 
   SELECT * INTO t FROM traversal WHERE id = j.traversal_id;
-  INSERT INTO resource (stack_id, name, type, action, status, current_template_id, requires, replaces, last_traversal_id)
-  VALUES (s.id, r.name, coalesce(p_spec->>'type', r.type), 'INIT', 'COMPLETE', t.raw_template_id,
+  INSERT INTO resource (uuid, stack_id, name, type, action, status, current_template_id, requires, replaces, last_traversal_id)
+  VALUES (coalesce((p_spec->>'uuid')::uuid, gen_random_uuid()), s.id, r.name, coalesce(p_spec->>'type', r.type), 'INIT', 'COMPLETE', t.raw_template_id,
           ARRAY(SELECT jsonb_array_elements_text(coalesce(p_spec->'requires', '[]'))::int), r.id, t.id)
   RETURNING * INTO v_new;
   UPDATE resource SET replaced_by = v_new.id, atomic_key = atomic_key + 1 WHERE id = r.id;

@@ -178,6 +178,7 @@ function replaceSpec(req: ReplaceRequest, beginLeaseMs: number | undefined, lazy
     reason: req.reason,
     claim: req.claim,
     holds_lock: req.holdsLock,
+    ...(req.uuid ? { uuid: req.uuid } : {}),
     ...(req.claim && beginLeaseMs ? { begin_lease_ms: beginLeaseMs } : {}),
     ...(lazyTypes.length ? { lazy_types: lazyTypes } : {}),
   }
