@@ -41,7 +41,8 @@ function validateMap(schema: Record<string, PropertySchema>, given: Record<strin
     const path = join(base, key)
     const raw = given[key]
     if (raw === undefined || raw === null) {
-      if (s.default !== undefined) out[key] = structuredClone(s.default)
+      // Only a map or list default is copied (a caller may change it); numbers, strings and booleans are immutable.
+      if (s.default !== undefined) out[key] = typeof s.default === 'object' && s.default !== null ? structuredClone(s.default) : s.default
       else if (s.required) issues.push({ path, message: `Property ${key} not assigned` })
       continue
     }
