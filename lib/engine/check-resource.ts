@@ -217,26 +217,25 @@ class NodeRun {
 
   /** Run a resource action with an AbortSignal; returns the error instead of throwing. */
   private act<T>(fn: (rc: ResourceContext) => Promise<T>): Promise<ActionOutcome<T>> {
-    return this.launch(fn, { uuid: this.row.uuid, replacesUuid: this.begun.replacesUuid, job: () => this.job }).result
+    return this.launch(fn, { uuid: this.row.uuid, replacesUuid: this.begun.replacesUuid, job: () => this.job })
   }
 
-  /** Start an action; `abort` stops it early (its outcome then says why). */
-  private launch<T>(fn: (rc: ResourceContext) => Promise<T>, as: Identity): { result: Promise<ActionOutcome<T>>; abort(reason: string): void } {
+  /**
+   * Run an action as `as`. `own` is a head start's controller, which can also
+   * stop it; an action under the lock stops only through the worker's signal
+   * (a cancel, a delete, the deadline), so it needs no combined signal.
+   */
+  private async launch<T>(fn: (rc: ResourceContext) => Promise<T>, as: Identity, own?: AbortController): Promise<ActionOutcome<T>> {
     const handle = this.deps.signals.open(this.job, this.scope.traversal.deadline)
-    const own = new AbortController()
-    const signal = AbortSignal.any([handle.signal, own.signal])
-    const result = (async (): Promise<ActionOutcome<T>> => {
-      try {
-        const v = await fn(this.resourceContext(signal, as))
-        return { ok: true, value: v }
-      } catch (error) {
-        const aborted = signal.aborted ? String(signal.reason instanceof Error ? signal.reason.message : signal.reason ?? 'aborted') : null
-        return { ok: false, error, aborted }
-      } finally {
-        handle.close()
-      }
-    })()
-    return { result, abort: (reason) => own.abort(new Error(reason)) }
+    const signal = own ? AbortSignal.any([handle.signal, own.signal]) : handle.signal
+    try {
+      return { ok: true, value: await fn(this.resourceContext(signal, as)) }
+    } catch (error) {
+      const aborted = signal.aborted ? String(signal.reason instanceof Error ? signal.reason.message : signal.reason ?? 'aborted') : null
+      return { ok: false, error, aborted }
+    } finally {
+      handle.close()
+    }
   }
 
   /**
@@ -255,9 +254,10 @@ class NodeRun {
     const type = this.deps.types.get(typeName)
     if (!this.deps.inline || !type?.stateOnly) return null
     const uuid = crypto.randomUUID()
-    const head: Omit<HeadStart, 'result' | 'abort'> = { uuid, propsJson: JSON.stringify(props), job: this.job }
-    const run = this.launch((rc) => type.create(rc, props), { uuid, replacesUuid: this.row.uuid, job: () => head.job })
-    return Object.assign(head, run)
+    const own = new AbortController()
+    const head: Omit<HeadStart, 'result'> = { uuid, propsJson: JSON.stringify(props), job: this.job, abort: (reason) => own.abort(new Error(reason)) }
+    const result = this.launch((rc) => type.create(rc, props), { uuid, replacesUuid: this.row.uuid, job: () => head.job }, own)
+    return Object.assign(head, { result })
   }
 
   /** A create: the head start this row's replace call left running if it is this very create, else a new action. */
