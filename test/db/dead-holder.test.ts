@@ -14,55 +14,30 @@
  *   DELETE_FAILED it would be a live resource again, which no node of a
  *   traversal planned while it was gone would ever clean up.
  */
-import crypto from 'node:crypto'
 import fs from 'node:fs'
 import path from 'node:path'
 import { expect, test } from 'vitest'
-import { createStore } from '../../lib/db/store'
-import { claimAndBeginJobs } from '../../lib/db/queries/queue'
-import { registerWorker, sweep } from '../../lib/db/queries/workers'
-import { runNode, type NodeRunnerDeps } from '../../lib/engine/check-resource'
+import { sweep } from '../../lib/db/queries/workers'
+import { runNode } from '../../lib/engine/check-resource'
 import type { ConvergenceStore } from '../../lib/engine/ports'
-import { TraversalCache } from '../../lib/engine/traversal-context'
-import { silentLogger } from '../../lib/logger'
-import { builtinTypes, createRegistry } from '../../lib/resources/registry'
 import type { TestCluster } from '../helpers/cluster'
+import { IN_PROCESS_LEASE_MS, inProcessWorker as inProcess } from '../helpers/in-process-worker'
 import { workerlessCluster } from '../helpers/workerless'
 
 let c: TestCluster
 workerlessCluster((_d, cl) => (c = cl))
 
-const LEASE_MS = 60_000
 const hot = (resources: Record<string, unknown>) => JSON.stringify({ heat_template_version: '2018-08-31', resources })
 const file = (p: string, content: string) => ({ type: 'Kiln::File', properties: { path: p, content } })
 
-/** A worker of this process: its id and the engine's dependencies (the store's calls may be overridden). */
-async function inProcessWorker(override: Partial<ConvergenceStore> = {}) {
-  const id = crypto.randomUUID()
-  await registerWorker(c.db.pool, id, 4, 'test')
-  const store = createStore(c.db.pool, { workerId: id, leaseMs: LEASE_MS })
-  const deps: NodeRunnerDeps = {
-    store: { ...store, ...override },
-    traversals: new TraversalCache(store),
-    types: createRegistry(builtinTypes()),
-    typeConfig: { workspaceDir: c.workspace },
-    signals: { open: () => ({ signal: new AbortController().signal, close() {} }) },
-    log: silentLogger,
-    inline: false,
-  }
-  const claim = async () => {
-    const jobs = await claimAndBeginJobs(c.db.pool, id, 1, LEASE_MS, [])
-    expect(jobs).toHaveLength(1)
-    return jobs[0]!
-  }
-  return { id, deps, claim }
-}
+/** A worker of this process (the store's calls may be overridden). */
+const inProcessWorker = (override: Partial<ConvergenceStore> = {}) => inProcess(c, { store: () => override })
 
 /** The worker stops heartbeating: its leases run out, and the sweeper breaks its locks. */
 async function dies(worker: string): Promise<number> {
   await c.db.pool.query(`UPDATE resource SET lease_expires_at = now() - interval '1 second' WHERE engine_id = $1`, [worker])
   await c.db.pool.query(`UPDATE worker SET stopped_at = now() WHERE id = $1`, [worker])
-  return (await sweep(c.db.pool, LEASE_MS)).broken
+  return (await sweep(c.db.pool, IN_PROCESS_LEASE_MS)).broken
 }
 
 const rowsOf = async (stackId: string) =>

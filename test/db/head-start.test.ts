@@ -6,33 +6,24 @@
  * the call. The engine runs in this process against the real store, so the
  * order of the call and the create can be observed.
  */
-import crypto from 'node:crypto'
 import { expect, test } from 'vitest'
-import { createStore } from '../../lib/db/store'
-import { claimAndBeginJobs } from '../../lib/db/queries/queue'
-import { registerWorker } from '../../lib/db/queries/workers'
-import { physicalName, runNode, type NodeRunnerDeps } from '../../lib/engine/check-resource'
+import { physicalName, runNode } from '../../lib/engine/check-resource'
 import type { ClaimedJob, ConvergenceStore } from '../../lib/engine/ports'
-import { TraversalCache } from '../../lib/engine/traversal-context'
-import { silentLogger } from '../../lib/logger'
 import { builtinTypes, createRegistry } from '../../lib/resources/registry'
 import type { ResourceType } from '../../lib/resources/types'
 import type { TestCluster } from '../helpers/cluster'
+import { inProcessWorker } from '../helpers/in-process-worker'
 import { workerlessCluster } from '../helpers/workerless'
 
 let c: TestCluster
 workerlessCluster((_d, cl) => (c = cl))
 
-const LEASE_MS = 60_000
 const hot = (resources: Record<string, unknown>) => JSON.stringify({ heat_template_version: '2018-08-31', resources })
 const test1 = (value: string) => ({ type: 'OS::Heat::TestResource', properties: { value, update_replace: true, wait_secs: 0.1 } })
 const file = (p: string) => ({ type: 'Kiln::File', properties: { path: p, content: 'x' } })
 
 /** A worker of this process whose creates and replace calls are written down, in order, in `log`. */
 async function recordingWorker(override: Partial<ConvergenceStore> = {}) {
-  const id = crypto.randomUUID()
-  await registerWorker(c.db.pool, id, 4, 'test')
-  const store = createStore(c.db.pool, { workerId: id, leaseMs: LEASE_MS })
   const log: string[] = []
   const aborts: string[] = []
   const registry = createRegistry(builtinTypes())
@@ -44,40 +35,30 @@ async function recordingWorker(override: Partial<ConvergenceStore> = {}) {
       return t.create(ctx, props)
     },
   })
-  const deps: NodeRunnerDeps = {
-    store: {
-      ...store,
+  const w = await inProcessWorker(c, {
+    inline: true,
+    types: { get: (name) => (registry.get(name) ? recorded(registry.get(name)!) : undefined) },
+    store: (real) => ({
       replaceNode: async (job, req) => {
         log.push('replace call')
-        const res = await (override.replaceNode ?? store.replaceNode)(job, req)
+        const res = await (override.replaceNode ?? real.replaceNode)(job, req)
         log.push(`replace answered ${res.outcome}`)
         return res
       },
-    },
-    traversals: new TraversalCache(store),
-    types: { get: (name) => (registry.get(name) ? recorded(registry.get(name)!) : undefined) },
-    typeConfig: { workspaceDir: c.workspace },
-    signals: { open: () => ({ signal: new AbortController().signal, close() {} }) },
-    log: silentLogger,
-    inline: true,
-  }
-  const claim = async () => {
-    const jobs = await claimAndBeginJobs(c.db.pool, id, 1, LEASE_MS, [])
-    expect(jobs).toHaveLength(1)
-    return jobs[0]!
-  }
+    }),
+  })
   /** Run a job and every job it hands on, then whatever is queued, until the stack settles. */
   const drain = async (stackId: string, first: ClaimedJob[]) => {
     const todo = [...first]
     for (;;) {
-      while (todo.length) todo.push(...(await runNode(deps, todo.shift()!)).next)
-      const queued = await claimAndBeginJobs(c.db.pool, id, 8, LEASE_MS, [])
+      while (todo.length) todo.push(...(await runNode(w.deps, todo.shift()!)).next)
+      const queued = await w.claimQueued(8)
       if (!queued.length) break
       todo.push(...queued)
     }
     return c.settle(stackId)
   }
-  return { deps, claim, drain, log, aborts }
+  return { deps: w.deps, claim: w.claim, drain, log, aborts }
 }
 
 const liveRows = async (stackId: string) =>
