@@ -142,8 +142,11 @@ export interface StoredTraversal {
   rawTemplateId: string
   deadline: Date
   graph: TraversalGraph
-  /** `parsed`: the template as stored when it was submitted (plain JSON), so a worker need not re-read the text. */
-  template: { source: string; parsed: Record<string, unknown> | null; environment: Record<string, unknown>; parameters: Record<string, unknown> }
+  /**
+   * `parsed`: the template as stored when it was submitted (plain JSON), so a worker need not re-read the text;
+   * `source`, the text, only where nothing parsed was stored (`{}`: a delete, a rollback to nothing).
+   */
+  template: { source: string | null; parsed: Record<string, unknown> | null; environment: Record<string, unknown>; parameters: Record<string, unknown> }
 }
 
 export interface ConvergenceStore {

@@ -27,7 +27,7 @@ export function buildTraversalContext(stored: StoredTraversal): TraversalContext
     // positions only matter for the submit-time errors already reported.
     // Delete and rollback-to-nothing store `{}` beside their (empty) source: read the text then.
     const parsed = stored.template.parsed
-    const template = parseTemplate(parsed && Object.keys(parsed).length ? parsed : stored.template.source)
+    const template = parseTemplate(parsed && Object.keys(parsed).length ? parsed : (stored.template.source ?? ''))
     definition = buildDefinition(template, {
       environment: parseEnvironment(stored.template.environment),
       parameters: stored.template.parameters,

@@ -180,10 +180,12 @@ export async function stopTraversal(pool: pg.Pool, stackId: string, reason: stri
   })
 }
 
+/** A traversal as a worker needs it. The template's text comes only when no parsed copy was stored: every worker loads every traversal, and the parsed copy is all it reads otherwise. */
 export async function loadTraversal(pool: pg.Pool, traversalId: string): Promise<StoredTraversal | null> {
   const { rows } = await pool.query(
     `SELECT t.id, t.stack_id, t.action, t.raw_template_id, t.deadline, g.graph, s.name AS stack_name, s.project_id,
-            rt.source, rt.template, rt.environment, rt.parameters
+            CASE WHEN rt.template IS NULL OR rt.template = '{}'::jsonb THEN rt.source END AS source,
+            rt.template, rt.environment, rt.parameters
        FROM traversal t JOIN traversal_graph g ON g.traversal_id = t.id
        JOIN stack s ON s.id = t.stack_id JOIN raw_template rt ON rt.id = t.raw_template_id
       WHERE t.id = $1`,
