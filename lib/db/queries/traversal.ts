@@ -180,7 +180,11 @@ export async function stopTraversal(pool: pg.Pool, stackId: string, reason: stri
   })
 }
 
-/** A traversal as a worker needs it. The template's text comes only when no parsed copy was stored: every worker loads every traversal, and the parsed copy is all it reads otherwise. */
+/**
+ * A traversal as a worker needs it. The template's text comes only when no
+ * parsed copy was stored (a delete, a rollback to nothing): every worker loads
+ * every traversal, and otherwise reads only the parsed copy.
+ */
 export async function loadTraversal(pool: pg.Pool, traversalId: string): Promise<StoredTraversal | null> {
   const { rows } = await pool.query(
     `SELECT t.id, t.stack_id, t.action, t.raw_template_id, t.deadline, g.graph, s.name AS stack_name, s.project_id,
