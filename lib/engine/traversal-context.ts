@@ -25,9 +25,10 @@ export function buildTraversalContext(stored: StoredTraversal): TraversalContext
     // The stored JSON, not the text: reading YAML with source positions costs
     // tens of milliseconds per hundred resources, per traversal and worker, and
     // positions only matter for the submit-time errors already reported.
-    // Delete and rollback-to-nothing store `{}` beside their (empty) source: read the text then.
-    const parsed = stored.template.parsed
-    const template = parseTemplate(parsed && Object.keys(parsed).length ? parsed : (stored.template.source ?? ''))
+    // The store sends the text only where nothing parsed was stored (delete and
+    // rollback-to-nothing store `{}`): it decides, this reads whichever came.
+    const { source, parsed } = stored.template
+    const template = parseTemplate(source ?? parsed ?? '')
     definition = buildDefinition(template, {
       environment: parseEnvironment(stored.template.environment),
       parameters: stored.template.parameters,

@@ -44,13 +44,13 @@ export async function inProcessWorker(c: TestCluster, opts: InProcessWorkerOptio
     log: silentLogger,
     inline: opts.inline ?? false,
   }
+  /** Claim (and begin) up to `max` queued jobs (none if the queue is empty). */
+  const claimQueued = (max: number) => claimAndBeginJobs(c.db.pool, id, max, IN_PROCESS_LEASE_MS, [])
   /** Claim (and begin) the one job the test expects to be queued. */
   const claim = async (): Promise<ClaimedJob> => {
-    const jobs = await claimAndBeginJobs(c.db.pool, id, 1, IN_PROCESS_LEASE_MS, [])
+    const jobs = await claimQueued(1)
     expect(jobs).toHaveLength(1)
     return jobs[0]!
   }
-  /** Claim up to `max` queued jobs (none if the queue is empty). */
-  const claimQueued = (max: number) => claimAndBeginJobs(c.db.pool, id, max, IN_PROCESS_LEASE_MS, [])
   return { id, deps, claim, claimQueued }
 }
