@@ -17,6 +17,7 @@ import path from 'node:path'
 import { PrismaPg } from '@prisma/adapter-pg'
 import pg from 'pg'
 import { bindMigrationAwareSqlAdapterFactory } from '@prisma/driver-adapter-utils'
+import { dropFor, parseStatements, type Statement } from './sql-statements'
 
 const require = createRequire(import.meta.url)
 
@@ -26,17 +27,83 @@ export const SCHEMA_FILE = path.resolve('prisma/schema.prisma')
 export const SNAPSHOT_FILE = path.resolve('prisma/schema.snapshot.prisma')
 /** Hand-written SQL (PL/pgSQL functions, partial indexes): the source of truth. */
 export const FUNCTIONS_DIR = path.resolve('lib/db/functions')
-/** The functions as of the newest migration that (re)defined them. */
-export const FUNCTIONS_SNAPSHOT_FILE = path.resolve('prisma/functions.snapshot.sql')
 
-/** All of lib/db/functions/*.sql in file-name order; every statement is idempotent (CREATE OR REPLACE / IF NOT EXISTS). */
-export function functionsSql(dir = FUNCTIONS_DIR): string {
+/** A migration's hand-written part starts at the first of these headers, one per functions file. */
+const SECTION = '-- lib/db/functions/'
+
+function functionFiles(dir: string): string[] {
   return fs
     .readdirSync(dir)
     .filter((f) => f.endsWith('.sql'))
     .sort()
-    .map((f) => `-- lib/db/functions/${f}\n` + fs.readFileSync(path.join(dir, f), 'utf8').trim() + '\n')
+}
+
+/** All of lib/db/functions/*.sql in file-name order; every statement is idempotent (CREATE OR REPLACE / IF NOT EXISTS). */
+export function functionsSql(dir = FUNCTIONS_DIR): string {
+  return functionFiles(dir)
+    .map((f) => `${SECTION}${f}\n` + fs.readFileSync(path.join(dir, f), 'utf8').trim() + '\n')
     .join('\n')
+}
+
+/** What lib/db/functions defines: each statement by key, in file order. */
+export function definedByFunctions(dir = FUNCTIONS_DIR): Map<string, Statement & { file: string }> {
+  const out = new Map<string, Statement & { file: string }>()
+  for (const file of functionFiles(dir)) {
+    for (const st of parseStatements(fs.readFileSync(path.join(dir, file), 'utf8'))) {
+      if (st.key.startsWith('drop:')) throw new Error(`lib/db/functions/${file}: ${st.body.split('\n')[0]}: a drop belongs in a migration, not in the functions' source`)
+      if (out.has(st.key)) throw new Error(`lib/db/functions/${file}: ${st.key} is defined twice`)
+      out.set(st.key, { ...st, file })
+    }
+  }
+  return out
+}
+
+/**
+ * What the migrations leave defined, replaying the hand-written part of each
+ * in order: a definition sets its key, a drop or a `kiln:forget` marker
+ * removes it. Equal to definedByFunctions when no function changed without a
+ * migration (test/db/migrations.test.ts).
+ */
+export function definedByMigrations(dir = MIGRATIONS_DIR): Map<string, string> {
+  const out = new Map<string, string>()
+  for (const name of listMigrations(dir)) {
+    const sql = fs.readFileSync(path.join(dir, name, 'migration.sql'), 'utf8')
+    const at = sql.startsWith(SECTION) ? 0 : sql.indexOf('\n' + SECTION)
+    if (at < 0) continue
+    const part = sql.slice(at)
+    for (const st of parseStatements(part)) {
+      if (st.key.startsWith('drop:')) out.delete(st.key.slice('drop:'.length))
+      else out.set(st.key, st.body)
+    }
+    for (const m of part.matchAll(/^-- kiln:forget (\S+)/gm)) out.delete(m[1]!)
+  }
+  return out
+}
+
+/**
+ * The hand-written SQL a new migration needs: every statement of
+ * lib/db/functions that is new or differs from what the migrations left, in
+ * file order under its file's header (a changed index is dropped first), then
+ * a drop for each definition no longer there. A function whose signature or
+ * return type changes needs a `DROP FUNCTION` first, which PostgreSQL cannot
+ * infer from `CREATE OR REPLACE`: add it to the migration by hand.
+ */
+export function functionsDelta(functionsDir = FUNCTIONS_DIR, migrationsDir = MIGRATIONS_DIR): string {
+  const want = definedByFunctions(functionsDir)
+  const have = definedByMigrations(migrationsDir)
+  const byFile = new Map<string, string[]>()
+  for (const [key, st] of want) {
+    const before = have.get(key)
+    if (before === st.body) continue
+    const parts = byFile.get(st.file) ?? []
+    if (before !== undefined && key.startsWith('index:')) parts.push(dropFor(key))
+    parts.push(st.text)
+    byFile.set(st.file, parts)
+  }
+  const sections = [...byFile].map(([file, parts]) => `${SECTION}${file}\n${parts.join('\n\n')}\n`)
+  const gone = [...have.keys()].filter((k) => !want.has(k))
+  if (gone.length) sections.push(`${SECTION}(removed)\n${gone.map(dropFor).join('\n')}\n`)
+  return sections.join('\n')
 }
 
 type Engine = {
@@ -168,12 +235,43 @@ export class MigrationError extends Error {
 /** Apply every migration not yet applied. Returns the names applied (empty if up to date). */
 export async function applyMigrations(connectionString: string, dir = MIGRATIONS_DIR): Promise<string[]> {
   const schemaText = fs.readFileSync(SCHEMA_FILE, 'utf8')
+  let unknown: string[]
+  try {
+    unknown = await unknownMigrations(connectionString, listMigrations(dir))
+  } catch (err) {
+    throw new MigrationError(`applying migrations failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err })
+  }
+  if (unknown.length) {
+    // Prisma would try to apply our first migration over that schema and fail on its first CREATE TABLE.
+    throw new MigrationError(
+      `the database holds ${unknown.length} migration(s) this version of Kiln does not have (${unknown.slice(0, 3).join(', ')}${unknown.length > 3 ? ', …' : ''}): ` +
+        'it was set up by another version. Use that version, or a fresh database (for the embedded one, remove the `pg` folder of the data directory)',
+    )
+  }
   try {
     const out = await withEngine(connectionString, schemaText, (e) => e.applyMigrations({ migrationsList: migrationsList(dir), filters }))
     return out.appliedMigrationNames
   } catch (err) {
     const msg = err instanceof Error ? err.message : String(err)
     throw new MigrationError(`applying migrations failed: ${msg}`, { cause: err })
+  }
+}
+
+/** Migrations recorded as applied in the database that the folder does not have. */
+async function unknownMigrations(connectionString: string, known: string[]): Promise<string[]> {
+  const client = new pg.Client({ connectionString })
+  await client.connect()
+  try {
+    const { rows } = await client.query<{ name: string }>(
+      `SELECT migration_name AS name FROM _prisma_migrations WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL ORDER BY migration_name`,
+    ).catch((err: { code?: string }) => {
+      if (err.code === '42P01') return { rows: [] } // no migrations table yet: a fresh database
+      throw err
+    })
+    const have = new Set(known)
+    return rows.map((r) => r.name).filter((n) => !have.has(n))
+  } finally {
+    await client.end().catch(() => {})
   }
 }
 
@@ -195,30 +293,29 @@ export async function diffSchemas(connectionString: string, from: string | null,
 }
 
 /**
- * Write a new migration folder from the difference between the snapshot and
- * schema.prisma (what `prisma migrate dev --create-only` would write), plus the
- * whole of lib/db/functions when any of it changed since the last migration;
- * move the snapshots forward. Returns the folder name, or null if nothing changed.
+ * Write a new migration folder: the difference between the snapshot and
+ * schema.prisma (what `prisma migrate dev --create-only` would write), then
+ * the statements of lib/db/functions that changed since the migrations last
+ * defined them (functionsDelta). Moves the schema snapshot forward. With no
+ * migrations yet, this writes the baseline: the whole schema and every
+ * function. Returns the folder name, or null if nothing changed.
  */
 export async function createMigration(connectionString: string, name: string, dir = MIGRATIONS_DIR): Promise<string | null> {
   const schema = fs.readFileSync(SCHEMA_FILE, 'utf8')
-  const previous = fs.existsSync(SNAPSHOT_FILE) ? fs.readFileSync(SNAPSHOT_FILE, 'utf8') : null
+  const previous = fs.existsSync(SNAPSHOT_FILE) && listMigrations(dir).length ? fs.readFileSync(SNAPSHOT_FILE, 'utf8') : null
   const sql = (await diffSchemas(connectionString, previous, schema)).trim()
   const empty = !sql || /^-- This is an empty migration\.?$/.test(sql)
-  const functions = functionsSql()
-  const functionsChanged = !fs.existsSync(FUNCTIONS_SNAPSHOT_FILE) || fs.readFileSync(FUNCTIONS_SNAPSHOT_FILE, 'utf8') !== functions
-  const extraSql = functionsChanged ? functions : ''
-  if (empty && !extraSql) return null
+  const functions = functionsDelta(FUNCTIONS_DIR, dir)
+  if (empty && !functions) return null
   const stamp = new Date().toISOString().replace(/[-:TZ.]/g, '').slice(0, 14)
   const folder = `${stamp}_${name.replace(/[^a-zA-Z0-9_]/g, '_')}`
   fs.mkdirSync(path.join(dir, folder), { recursive: true })
-  const body = [empty ? '' : sql, extraSql].filter(Boolean).join('\n\n')
-  fs.writeFileSync(path.join(dir, folder, 'migration.sql'), body + '\n')
+  const body = [empty ? '' : sql, functions].filter(Boolean).join('\n\n')
+  fs.writeFileSync(path.join(dir, folder, 'migration.sql'), body.trimEnd() + '\n')
   const lock = path.join(dir, 'migration_lock.toml')
   if (!fs.existsSync(lock)) {
     fs.writeFileSync(lock, '# Please do not edit this file manually\n# It should be added in your version-control system (e.g., Git)\nprovider = "postgresql"\n')
   }
   fs.writeFileSync(SNAPSHOT_FILE, schema)
-  if (functionsChanged) fs.writeFileSync(FUNCTIONS_SNAPSHOT_FILE, functions)
   return folder
 }

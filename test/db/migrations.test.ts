@@ -8,7 +8,9 @@
 import fs from 'node:fs'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { applyMigrations, diffSchemas, FUNCTIONS_SNAPSHOT_FILE, functionsSql, listMigrations, SCHEMA_FILE, SNAPSHOT_FILE } from '../../lib/db/migrate'
+import os from 'node:os'
+import path from 'node:path'
+import { applyMigrations, definedByFunctions, definedByMigrations, diffSchemas, functionsDelta, functionsSql, listMigrations, SCHEMA_FILE, SNAPSHOT_FILE } from '../../lib/db/migrate'
 import { testDatabase, type TestDatabase } from '../helpers/db'
 
 let migrated: TestDatabase
@@ -72,9 +74,69 @@ describe('migrations', () => {
     expect(a.functions.map((f) => f.proname)).toEqual(expect.arrayContaining(['kiln_begin_node', 'kiln_finish_node', 'kiln_replace_node', 'kiln_sweep_stack']))
   })
 
-  test('the migration tool snapshots are current (run `npm run db:migration <name>` after changing the schema or a function)', () => {
+  test('the schema snapshot is current, and the migrations define every function as lib/db/functions does (run `npm run db:migration <name>` after changing either)', () => {
     expect(fs.readFileSync(SNAPSHOT_FILE, 'utf8'), 'prisma/schema.snapshot.prisma vs schema.prisma').toBe(fs.readFileSync(SCHEMA_FILE, 'utf8'))
-    expect(fs.readFileSync(FUNCTIONS_SNAPSHOT_FILE, 'utf8'), 'prisma/functions.snapshot.sql vs lib/db/functions').toBe(functionsSql())
+    const want = Object.fromEntries([...definedByFunctions()].map(([k, st]) => [k, st.body]))
+    expect(Object.fromEntries(definedByMigrations()), 'what prisma/migrations leaves defined vs lib/db/functions').toEqual(want)
+    expect(functionsDelta()).toBe('')
+  })
+
+  test('a migration carries only the statements that changed', () => {
+    const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'kiln-delta-'))
+    const fnDir = path.join(tmp, 'functions')
+    const migDir = path.join(tmp, 'migrations')
+    fs.mkdirSync(fnDir)
+    fs.mkdirSync(migDir)
+    const write = (f: string, sql: string) => fs.writeFileSync(path.join(fnDir, f), sql)
+    const migrate = (name: string) => {
+      fs.mkdirSync(path.join(migDir, name))
+      fs.writeFileSync(path.join(migDir, name, 'migration.sql'), 'CREATE TABLE "t" ("id" INTEGER);\n\n' + functionsDelta(fnDir, migDir))
+    }
+    try {
+      write('10_a.sql', "-- adds one\nCREATE OR REPLACE FUNCTION f_one() RETURNS int LANGUAGE sql AS $$ SELECT 1; $$;\n\nCREATE INDEX IF NOT EXISTS t_idx ON t (id);\n")
+      write('20_b.sql', "CREATE OR REPLACE FUNCTION f_two() RETURNS text LANGUAGE plpgsql AS $body$\nBEGIN\n  RETURN 'a;b'; -- a ; inside\nEND $body$;\n")
+      migrate('20260101000000_baseline')
+      expect(functionsDelta(fnDir, migDir)).toBe('')
+
+      // A comment in front of a statement changes nothing in the database: no migration.
+      write('10_a.sql', "-- adds one, documented better\nCREATE OR REPLACE FUNCTION f_one() RETURNS int LANGUAGE sql AS $$ SELECT 1; $$;\n\nCREATE INDEX IF NOT EXISTS t_idx ON t (id);\n")
+      expect(functionsDelta(fnDir, migDir)).toBe('')
+
+      // One function changes: only it is in the delta.
+      write('20_b.sql', "CREATE OR REPLACE FUNCTION f_two() RETURNS text LANGUAGE plpgsql AS $body$\nBEGIN\n  RETURN 'a;c';\nEND $body$;\n")
+      const delta = functionsDelta(fnDir, migDir)
+      expect(delta).toContain("RETURN 'a;c'")
+      expect(delta).toContain('-- lib/db/functions/20_b.sql')
+      expect(delta).not.toContain('f_one')
+      expect(delta).not.toContain('t_idx')
+      migrate('20260102000000_two')
+      expect(functionsDelta(fnDir, migDir)).toBe('')
+
+      // A changed index is dropped and made again; a removed function is dropped.
+      write('10_a.sql', 'CREATE INDEX IF NOT EXISTS t_idx ON t (id DESC);\n')
+      const next = functionsDelta(fnDir, migDir)
+      expect(next).toMatch(/DROP INDEX IF EXISTS t_idx;\s*CREATE INDEX IF NOT EXISTS t_idx ON t \(id DESC\);/)
+      expect(next).toContain('DROP FUNCTION IF EXISTS f_one;')
+      expect(next).not.toContain('f_two')
+      migrate('20260103000000_three')
+      expect(functionsDelta(fnDir, migDir)).toBe('')
+      expect([...definedByMigrations(migDir).keys()].sort()).toEqual(['function:f_two', 'index:t_idx'])
+    } finally {
+      fs.rmSync(tmp, { recursive: true, force: true })
+    }
+  })
+
+  test('a database migrated by another version (migrations this folder lacks) is refused with a clear message, not half-migrated', async () => {
+    const other = await testDatabase({ empty: true })
+    try {
+      await query(other.url, `CREATE TABLE _prisma_migrations (id varchar(36) PRIMARY KEY, checksum varchar(64) NOT NULL, finished_at timestamptz, migration_name varchar(255) NOT NULL,
+        logs text, rolled_back_at timestamptz, started_at timestamptz NOT NULL DEFAULT now(), applied_steps_count integer NOT NULL DEFAULT 0)`)
+      await query(other.url, `INSERT INTO _prisma_migrations (id, checksum, finished_at, migration_name) VALUES ('x', 'y', now(), '20200101000000_elsewhere')`)
+      await expect(applyMigrations(other.url)).rejects.toThrow(/1 migration\(s\) this version of Kiln does not have \(20200101000000_elsewhere\)/)
+      expect(await query(other.url, `SELECT count(*)::int AS n FROM pg_tables WHERE schemaname = 'public' AND tablename = 'stack'`)).toEqual([{ n: 0 }])
+    } finally {
+      await other.drop()
+    }
   })
 
   test('migrations are in Prisma format: <timestamp>_<name>/migration.sql and a migration_lock.toml', () => {

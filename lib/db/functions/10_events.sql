@@ -131,8 +131,7 @@ END $$;
 -- the event lock comes last and is taken in one order. Built once from what
 -- the step gathered as two arrays (p_lists[i] is the jsonb array of events of
 -- p_stacks[i]), not merged item by item: each merge re-encoded the whole
--- growing object (kiln_events_add, dropped).
-DROP FUNCTION IF EXISTS kiln_events_add(jsonb, uuid, jsonb);
+-- growing object.
 CREATE OR REPLACE FUNCTION kiln_events_by_stack(p_stacks uuid[], p_lists jsonb[]) RETURNS jsonb LANGUAGE sql STABLE AS $$
   SELECT coalesce(jsonb_object_agg(st, evs), '{}') FROM (
     SELECT u.st::text AS st, jsonb_agg(x.e ORDER BY u.n, x.m) AS evs

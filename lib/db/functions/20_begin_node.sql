@@ -41,7 +41,6 @@ CREATE OR REPLACE FUNCTION kiln_status_after_dead_holder(p_row resource) RETURNS
   SELECT CASE WHEN p_row.action = 'DELETE' AND p_row.status = 'COMPLETE' THEN 'COMPLETE' ELSE 'FAILED' END
 $$;
 
-DROP FUNCTION IF EXISTS kiln_reason_after_dead_holder(resource);
 -- Break the lock of a worker that stopped heartbeating (p_row: the row as it
 -- was, locked FOR UPDATE by the caller); returns the event. The sweeper also
 -- clears the waiter, which it retriggers itself; a begin that breaks the lock
@@ -77,7 +76,6 @@ END $$;
 -- a 10,000-node traversal). The LATERAL probe runs once per key, in the keys'
 -- order (the sorted subquery is the outer side of the nested loop it forces).
 -- Every node step locks only sync points of the stack's current traversal.
-DROP FUNCTION IF EXISTS kiln_lock_sync_points(jsonb);
 CREATE OR REPLACE FUNCTION kiln_lock_sync_points(p_trav uuid, p_rids int[], p_upds boolean[]) RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
   PERFORM 1
@@ -109,8 +107,6 @@ END $$;
 -- A batch's first locks, in the lock order (10_events.sql): its jobs' stack
 -- rows shared (1), then their resource rows and p_more_rows (2), each set in
 -- id order.
-DROP FUNCTION IF EXISTS kiln_lock_stacks(uuid[]);
-DROP FUNCTION IF EXISTS kiln_lock_rows(int[]);
 CREATE OR REPLACE FUNCTION kiln_lock_batch(p_jobs job[], p_more_rows int[] DEFAULT '{}') RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
   PERFORM 1
@@ -359,7 +355,6 @@ $$;
 -- LIMIT applies, so the count of ready jobs read the entire queue on every
 -- claim (a cached plan chose it: ~1,600 index entries per claim of 8 from a
 -- 1,600-job queue, test/db/plans.test.ts). A plain index scan stops at the limit.
-DROP FUNCTION IF EXISTS kiln_claim_jobs(uuid, int, int);
 CREATE OR REPLACE FUNCTION kiln_claim_jobs(p_worker uuid, p_limit int, p_lease_ms int, p_lazy_types jsonb DEFAULT NULL) RETURNS jsonb LANGUAGE plpgsql SET enable_seqscan = off SET enable_bitmapscan = off SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
   v_lazy boolean := p_lazy_types IS NOT NULL;

@@ -104,7 +104,6 @@ END $$;
 
 -- With p_emit false (kiln_finish_nodes), the events and queued count are
 -- returned (`stack_id`, `events`) for the caller to publish once per batch.
-DROP FUNCTION IF EXISTS kiln_finish_node(bigint, uuid, jsonb);
 CREATE OR REPLACE FUNCTION kiln_finish_node(p_job bigint, p_worker uuid, p_result jsonb, p_emit boolean DEFAULT true) RETURNS jsonb LANGUAGE plpgsql SET enable_seqscan = off SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
   j job%ROWTYPE;

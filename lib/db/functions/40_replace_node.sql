@@ -23,7 +23,6 @@
 -- and the events, the need to notify and whether the call may commit lazily
 -- are returned (`stack_id`, `events`, `notify`, `lazy`) for the batch.
 
-DROP FUNCTION IF EXISTS kiln_replace_node(bigint, uuid, jsonb);
 CREATE OR REPLACE FUNCTION kiln_replace_node(p_job bigint, p_worker uuid, p_spec jsonb, p_emit boolean DEFAULT true) RETURNS jsonb LANGUAGE plpgsql SET enable_seqscan = off SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
   j job%ROWTYPE;
@@ -179,7 +178,6 @@ END $$;
 -- (p_lazy_types, 10_events.sql), as every other step on such a row: this mark
 -- used to wait for the disk while it held the stack's event lock, and a
 -- layer's marks queued on each other there.
-DROP FUNCTION IF EXISTS kiln_mark_in_progress(bigint, uuid, text);
 CREATE OR REPLACE FUNCTION kiln_mark_in_progress(p_job bigint, p_worker uuid, p_action text, p_lazy_types jsonb) RETURNS boolean LANGUAGE plpgsql SET enable_seqscan = off SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
   j job%ROWTYPE;
