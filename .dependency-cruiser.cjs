@@ -1,0 +1,51 @@
+/**
+ * Import boundaries (`npm run lint`). What each rule protects:
+ * - the convergence logic and the template language are pure: they can be
+ *   tested and reasoned about without a database, a web server or a UI;
+ * - only lib/db talks to Kiln's own database (one place for its SQL, its
+ *   transactions and its retries); a resource type that manages an outside
+ *   PostgreSQL server (Kiln::Postgres::Database) may use `pg` for that server;
+ * - the browser bundle (components/, app/) imports no server code;
+ * - no import cycles.
+ */
+/** @type {import('dependency-cruiser').IConfiguration} */
+module.exports = {
+  forbidden: [
+    {
+      name: 'no-cycles',
+      severity: 'error',
+      comment: 'Import cycles make load order matter and modules impossible to take apart.',
+      from: {},
+      to: { circular: true },
+    },
+    {
+      name: 'engine-and-template-are-pure',
+      severity: 'error',
+      comment: 'lib/engine and lib/template import nothing from the database, the API, the services, the server or the UI.',
+      from: { path: '^lib/(engine|template)/' },
+      to: { path: ['^lib/(db|api|services|server|realtime|cli)/', '^components/', '^app/', '^worker/', '^node_modules/(pg|@prisma|socket\\.io|next)/'] },
+    },
+    {
+      name: 'only-lib-db-talks-to-the-database',
+      severity: 'error',
+      comment: "Kiln's own database is reached only through lib/db (its queries and functions).",
+      from: { path: '^(lib|worker|app|components|server\\.ts|scripts|bench)', pathNot: ['^lib/db/', '^lib/resources/builtin/postgres-database\\.ts$'] },
+      // Type-only imports too: a module that takes a pg.Pool to run its own SQL talks to the database.
+      to: { path: ['^node_modules/(@types/)?pg/', '^node_modules/@prisma/', '^lib/db/generated/'] },
+    },
+    {
+      name: 'ui-imports-no-server-code',
+      severity: 'error',
+      comment: 'components/ and app/ are bundled for the browser: they may use lib/ui (pure) and the realtime contracts, never server modules.',
+      from: { path: '^(components|app)/' },
+      to: { path: ['^lib/(db|api|services|server|engine|template|resources|auth|cli)/', '^lib/realtime/(?!contracts)', '^worker/', '^server\\.ts$', '^node_modules/(pg|@prisma)/'], dependencyTypesNot: ['type-only'] },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    exclude: { path: ['^\\.next', '^lib/db/generated/', '^test-results'] },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    enhancedResolveOptions: { exportsFields: ['exports'], conditionNames: ['import', 'require', 'node', 'default', 'types'], extensions: ['.ts', '.tsx', '.js', '.mjs', '.cjs'] },
+  },
+}
