@@ -109,3 +109,12 @@ export function raggedTables(file: string, markdown: string): string[] {
     })
   return problems
 }
+
+/** A code fence opened and never closed swallows the rest of the page. */
+export function unclosedFence(file: string, markdown: string): string[] {
+  let open: number | null = null
+  markdown.split('\n').forEach((line, i) => {
+    if (/^[ \t]*(```|~~~)/.test(line)) open = open === null ? i + 1 : null
+  })
+  return open === null ? [] : [`${file}:${open}: a code fence is never closed`]
+}

@@ -2,7 +2,7 @@
  * The documentation stays true to the code: the generated references
  * (docs/reference, `npm run docs`) equal what the generator makes from the
  * code now; every relative link of README.md and docs/ resolves, to a file
- * and, with #anchor, to a heading; tables render; every package of
+ * and, with #anchor, to a heading; tables and code fences render; every package of
  * package.json and every KILN_MAX_* limit is documented; and no page speaks
  * of the history of the work instead of the product.
  */
@@ -10,7 +10,7 @@ import fs from 'node:fs'
 import { describe, expect, test } from 'vitest'
 import { envKeys } from '../../scripts/docs/configuration'
 import { generatedDocs } from '../../scripts/docs/generate'
-import { brokenLinks, links, markdownFiles, raggedTables, slugs } from '../../scripts/docs/links'
+import { brokenLinks, links, markdownFiles, raggedTables, slugs, unclosedFence } from '../../scripts/docs/links'
 
 const root = process.cwd()
 const pages = markdownFiles(root)
@@ -44,6 +44,11 @@ describe('links and tables', () => {
     ])
     expect([...slugs('# `GET /api/stacks`\n## Same\n## Same\n')]).toEqual(['get-apistacks', 'same', 'same-1'])
     expect(links('[a](x.md) `[b](y.md)`').map((l) => l.target)).toEqual(['x.md'])
+  })
+
+  test('every code fence is closed', () => {
+    expect(unclosedFence('f.md', '# A\n```sh\nls\n```\n\n```\nopen\n')).toEqual(['f.md:6: a code fence is never closed'])
+    expect(pages.flatMap((f) => unclosedFence(f, read(f)))).toEqual([])
   })
 
   test('every table row has as many cells as its header', () => {
