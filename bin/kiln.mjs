@@ -3,4 +3,5 @@
 import { register } from 'tsx/esm/api'
 
 register()
-await import('../lib/cli/main.ts')
+const { run } = await import('../lib/cli/main.ts')
+await run()

@@ -36,12 +36,15 @@ const optionalUrl = z
   .pipe(url.optional())
 
 const EnvSchema = z.object({
+  /** `production` under `npm start`; anything else runs the UI in Next's development mode. */
   NODE_ENV: z.enum(['development', 'production', 'test']).optional(),
   /** Use this PostgreSQL server instead of the embedded one. */
   DATABASE_URL: optionalUrl,
   /** Tests: use this server (a database per test file is created on it). */
   TEST_DATABASE_URL: optionalUrl,
+  /** Port of the web server (UI, API and Socket.IO); 0 picks a free one. */
   PORT: int(3000),
+  /** Address the web server binds to (0.0.0.0: every interface). */
   HOST: z.string().trim().min(1).optional().default('127.0.0.1'),
   /** Worker processes `npm start` launches. */
   WORKERS: int(2),
@@ -61,6 +64,7 @@ const EnvSchema = z.object({
   KILN_TARGET_DATABASE_URL: optionalUrl,
   /** A resource lock's lease; a lock whose lease ran out (owner stopped heartbeating) is broken. */
   KILN_LEASE_MS: int(15_000),
+  /** How often a worker renews its locks' leases; 0: a third of KILN_LEASE_MS (at least 200 ms). */
   KILN_HEARTBEAT_MS: int(0),
   /** Resource actions one worker process runs at once (its database calls share at most 8 connections). */
   KILN_WORKER_CONCURRENCY: int(64),
@@ -70,25 +74,32 @@ const EnvSchema = z.object({
   KILN_INLINE_CONTINUATION: bool(true),
   /**
    * A node step that touches only state-only resources (OS::Heat::TestResource, None, Value,
-   * RandomString) commits without waiting for the disk; false: every step waits (README, "Durability").
+   * RandomString) commits without waiting for the disk; false: every step waits (docs/design/durability.md).
    */
   KILN_LAZY_COMMITS: bool(true),
+  /** Least severe log level written (`debug` also logs every API request's method, path, status and time). */
   KILN_LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).optional().default('info'),
+  /** `text`: one line per entry with its scope; `json`: one JSON object per line. */
   KILN_LOG_FORMAT: z.enum(['text', 'json']).optional().default('text'),
-  /** Size limits (enforced with a 4xx naming the limit). */
+  /** Largest template accepted, in bytes (413 naming the limit). */
   KILN_MAX_TEMPLATE_BYTES: int(1_048_576),
+  /** Most resources a stack may define (413 naming the limit). */
   KILN_MAX_RESOURCES_PER_STACK: int(20_000),
+  /** Largest request body, declared or sent chunked, on every route (413). */
   KILN_MAX_BODY_BYTES: int(4_194_304),
+  /** Events kept per stack; workers prune the oldest once a minute, and the rest stays gap-free. */
   KILN_MAX_EVENTS_PER_STACK: int(1_000_000),
   /** Stack timeout when a request does not give one (minutes). */
   KILN_DEFAULT_TIMEOUT_MINS: int(60),
   /** Mark the session cookie `Secure` (serve Kiln behind https). */
   KILN_SECURE_COOKIES: bool(false),
-  /** CLI: the Kiln server and the API token to use (flags --url / --token override). */
+  /** CLI: the Kiln server to talk to (`--url` overrides); default http://127.0.0.1:3000. */
   KILN_URL: z.string().trim().url().optional(),
+  /** CLI: the API token to send (`--token` overrides). */
   KILN_TOKEN: z.string().trim().optional(),
-  /** Tests: fail (rather than skip) the heatclient / browser suites when their tools are missing (CI sets these). */
+  /** Tests: fail (rather than skip) the `openstack` client suite when the command is missing (CI sets it). */
   KILN_REQUIRE_HEATCLIENT: bool(false),
+  /** Tests: fail (rather than skip) the browser suite when Chromium is missing (CI sets it). */
   KILN_REQUIRE_BROWSER: bool(false),
   /** Tests: runs per fast-check property in test/reliability/fuzz.test.ts (the long version: 2000). */
   KILN_FUZZ_RUNS: int(150),

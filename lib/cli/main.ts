@@ -15,7 +15,8 @@ import { ApiError, KilnClient } from './client'
 import { table } from './render'
 import { eventHead, watchStack } from './watch'
 
-const program = new Command('kiln').description("Kiln's command-line client").showHelpAfterError()
+/** The command definitions; `run` parses. Exported so `npm run docs` can describe them without running. */
+export const program = new Command('kiln').description("Kiln's command-line client").showHelpAfterError()
 program
   .addOption(new Option('--url <url>', 'Kiln server URL (default $KILN_URL or http://127.0.0.1:3000)'))
   .addOption(new Option('--token <token>', 'API token (default $KILN_TOKEN)'))
@@ -85,6 +86,7 @@ const stack = program.command('stack').description('stacks')
 
 stack
   .command('list')
+  .description("list the project's stacks")
   .option('--status <status>', 'only stacks with this status (e.g. UPDATE_FAILED or FAILED)')
   .option('--name <text>', 'name contains')
   .option('--limit <n>', 'at most n stacks', '100')
@@ -101,6 +103,7 @@ stack
 
 stack
   .command('show <stack>')
+  .description('show a stack: status, parameters (hidden ones masked) and outputs')
   .action(async (ref) => {
     const { stack: s } = await client().get(`/api/stacks/${encodeURIComponent(ref)}`)
     print(s, () =>
@@ -116,6 +119,7 @@ stack
 
 stack
   .command('create <name>')
+  .description('create a stack')
   .requiredOption('-t, --template <file>', 'template file (YAML or JSON)')
   .option('-e, --environment <file>', 'environment file')
   .option('-P, --parameter <name=value>', 'parameter value (repeatable)', collect)
@@ -131,6 +135,7 @@ stack
 
 stack
   .command('update <stack>')
+  .description('update a stack (also while an operation runs: the new update supersedes it)')
   .option('-t, --template <file>', 'new template (omit with --existing)')
   .option('-e, --environment <file>', 'environment file')
   .option('-P, --parameter <name=value>', 'parameter value (repeatable)', collect)
@@ -148,6 +153,7 @@ stack
 
 stack
   .command('preview <stack>')
+  .description('show what an update would create, update, replace and delete, without changing anything')
   .option('-t, --template <file>', 'new template (default: the current one)')
   .option('-e, --environment <file>', 'environment file')
   .option('-P, --parameter <name=value>', 'parameter value (repeatable)', collect)
@@ -164,6 +170,7 @@ stack
 
 stack
   .command('cancel <stack>')
+  .description('cancel the running operation, rolling back unless --no-rollback')
   .option('--no-rollback', 'stop without rolling back')
   .option('--wait', 'follow until it ends', false)
   .action(async (ref, o) => {
@@ -177,6 +184,7 @@ stack
 
 stack
   .command('delete <stack>')
+  .description('delete a stack and its resources (also while an operation runs)')
   .option('--wait', 'follow until it ends', false)
   .action(async (ref, o) => {
     const c = client()
@@ -189,6 +197,7 @@ stack
 
 stack
   .command('events <stack>')
+  .description("list a stack's events in sequence order")
   .option('--after <seq>', 'only events after this sequence number', '0')
   .option('--limit <n>', 'at most n events', '200')
   .action(async (ref, o) => {
@@ -207,6 +216,7 @@ stack
 
 stack
   .command('export-graph <stack>')
+  .description('write a traversal graph as DOT, GraphML or Cytoscape JSON')
   .option('--traversal <id>', 'traversal id (default: the current one)', 'current')
   .addOption(new Option('--format <format>', 'output format').choices(['dot', 'graphml', 'json']).default('dot'))
   .option('-o, --output <file>', 'write to a file instead of stdout')
@@ -220,6 +230,7 @@ program
   .command('template')
   .description('templates')
   .command('validate')
+  .description('validate a template; problems are printed as path:line:column')
   .requiredOption('-t, --template <file>', 'template file')
   .option('-e, --environment <file>', 'environment file')
   .option('-P, --parameter <name=value>', 'parameter value (repeatable)', collect)
@@ -228,10 +239,13 @@ program
     print(res, () => `valid (${res.version}): ${res.resources.length} resources, ${res.parameters.length} parameters, ${res.outputs.length} outputs`)
   })
 
-program.parseAsync(process.argv).catch((err) => {
-  if (err instanceof ApiError) {
-    const where = err.issues.map((i) => `  ${i.path}${i.line ? `:${i.line}:${i.column}` : ''}  ${i.message}`).join('\n')
-    fail(`${err.status ? `${err.status}: ` : ''}${err.issues.length ? 'the template has problems:\n' + where : err.message}`, 1)
-  }
-  fail(err instanceof Error ? err.message : String(err), 1)
-})
+/** Run the CLI (bin/kiln.mjs). */
+export function run(argv: string[] = process.argv): Promise<unknown> {
+  return program.parseAsync(argv).catch((err) => {
+    if (err instanceof ApiError) {
+      const where = err.issues.map((i) => `  ${i.path}${i.line ? `:${i.line}:${i.column}` : ''}  ${i.message}`).join('\n')
+      fail(`${err.status ? `${err.status}: ` : ''}${err.issues.length ? 'the template has problems:\n' + where : err.message}`, 1)
+    }
+    fail(err instanceof Error ? err.message : String(err), 1)
+  })
+}

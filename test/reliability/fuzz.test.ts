@@ -279,7 +279,7 @@ function build(m: Model): Built {
       if (r.replace !== undefined) properties.update_replace = r.replace
       if (r.extra) Object.assign(properties, r.extra), (harmless = false)
     } else if (r.type === 'OS::Heat::None') {
-      // Random properties: None accepts any (README), at submit time and at run time alike.
+      // Random properties: None accepts any (docs/guide/resource-types.md), at submit time and at run time alike.
       values.forEach((v, k) => (properties[`p${k}`] = v))
       if (r.extra) Object.assign(properties, r.extra)
     } else if (r.type === 'OS::Heat::Value') {
