@@ -97,14 +97,17 @@ async function withClient<T>(ctx: ResourceContext, name: string, fn: (c: pg.Clie
  * they are over, so what follows sees the server as it will stay.
  */
 async function endLeftovers(c: pg.Client, name: string): Promise<void> {
-  const version = Number((await c.query<{ v: string }>(`SELECT current_setting('server_version_num') AS v`)).rows[0]!.v)
   // PostgreSQL 14+ waits for the backend to exit (up to 10 s); older ones only signal it.
-  const terminate = version >= 140000 ? 'pg_terminate_backend(pid, 10000)' : 'pg_terminate_backend(pid)'
+  const terminate = (await serverVersion(c)) >= 140000 ? 'pg_terminate_backend(pid, 10000)' : 'pg_terminate_backend(pid)'
   const { rows } = await c.query<{ gone: boolean }>(
     `SELECT ${terminate} AS gone FROM pg_stat_activity WHERE application_name = $1 AND usename = current_user AND pid <> pg_backend_pid()`,
     [tagFor(name)],
   )
   if (rows.some((r) => !r.gone)) throw new ResourceActionError(`an earlier attempt on database ${name} is still running on the server; try again`)
+}
+
+async function serverVersion(c: pg.Client): Promise<number> {
+  return Number((await c.query<{ v: string }>(`SELECT current_setting('server_version_num') AS v`)).rows[0]!.v)
 }
 
 async function present(c: pg.Client, name: string): Promise<{ database: boolean; role: boolean }> {
@@ -159,11 +162,12 @@ async function ensure(ctx: ResourceContext, props: Record<string, unknown>, prev
     await endLeftovers(c, name)
     // From here on, whatever exists of that name is this resource's (a record says so).
     const found = await present(c, name)
-    const modern = Number((await c.query<{ v: string }>(`SELECT current_setting('server_version_num') AS v`)).rows[0]!.v) >= 160000
     await ensureGroup(c)
     const attrs = `LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT NOREPLICATION NOBYPASSRLS CONNECTION LIMIT ${roleLimit} PASSWORD ${literal(verifier)}`
     await c.query(`${found.role ? 'ALTER' : 'CREATE'} ROLE ${ident(name)} WITH ${attrs}`)
-    await c.query(`GRANT ${ident(TENANT_GROUP)} TO ${ident(name)}${modern ? ' WITH INHERIT FALSE, SET FALSE' : ''}`)
+    // PostgreSQL 16+ can say so per membership: the role neither inherits the group's privileges nor may SET ROLE to it.
+    const options = (await serverVersion(c)) >= 160000 ? ' WITH INHERIT FALSE, SET FALSE' : ''
+    await c.query(`GRANT ${ident(TENANT_GROUP)} TO ${ident(name)}${options}`)
     if (!found.database) await c.query(`CREATE DATABASE ${ident(name)} OWNER ${ident(name)} CONNECTION LIMIT ${dbLimit}`)
     else await c.query(`ALTER DATABASE ${ident(name)} WITH CONNECTION LIMIT ${dbLimit}`)
     // CREATE DATABASE grants CONNECT and TEMPORARY to PUBLIC, whatever the template says; the owner keeps its own.
