@@ -14,6 +14,8 @@ export function limitsFrom(e: Env): Limits {
 export function typeConfigFrom(e: Env, databaseUrl: string): ResourceTypeConfig {
   return {
     workspaceDir: path.resolve(e.KILN_WORKSPACE_DIR ?? path.join(e.KILN_DATA_DIR, 'workspace')),
+    workspaceQuotaBytes: e.KILN_WORKSPACE_QUOTA_BYTES,
     targetDatabaseUrl: e.KILN_TARGET_DATABASE_URL ?? databaseUrl,
+    tenantConnectionLimit: e.KILN_TENANT_CONNECTION_LIMIT,
   }
 }

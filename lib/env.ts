@@ -58,10 +58,14 @@ const EnvSchema = z.object({
     .optional(),
   /** Fixes the admin login token instead of generating one on first start (scripts, CI). */
   KILN_ADMIN_TOKEN: z.string().trim().min(16, 'must be at least 16 characters').optional(),
-  /** Directory the `Kiln::File` resource type writes into. Default `<data dir>/workspace`. */
+  /** Directory under which `Kiln::File` gives each project a workspace (`<dir>/<project id>/`). Default `<data dir>/workspace`. */
   KILN_WORKSPACE_DIR: z.string().trim().min(1).optional(),
+  /** Bytes of files one project's `Kiln::File` workspace may hold, all files together (default 64 MiB). */
+  KILN_WORKSPACE_QUOTA_BYTES: int(64 * 1024 * 1024),
   /** Server on which `Kiln::Postgres::Database` creates databases and roles. Default: DATABASE_URL. */
   KILN_TARGET_DATABASE_URL: optionalUrl,
+  /** Connections each tenant login role made by `Kiln::Postgres::Database` may hold at once. */
+  KILN_TENANT_CONNECTION_LIMIT: int(20),
   /** A resource lock's lease; a lock whose lease ran out (owner stopped heartbeating) is broken. */
   KILN_LEASE_MS: int(15_000),
   /** How often a worker renews its locks' leases; 0: a third of KILN_LEASE_MS (at least 200 ms). */

@@ -14,6 +14,7 @@ import { resolveDatabase } from '../lib/db/bootstrap'
 import { createDb, type Db } from '../lib/db/client'
 import { withRetry } from '../lib/db/retry'
 import { applyMigrations } from '../lib/db/migrate'
+import { restrictDatabaseAccess } from '../lib/db/access'
 import { limitsFrom, typeConfigFrom } from '../lib/config'
 import { builtinTypes, createRegistry, stateOnlyTypeNames, typeCatalog } from '../lib/resources/registry'
 import { createStackService } from '../lib/services/stacks'
@@ -55,6 +56,9 @@ async function main() {
 
   const startOnce = async () => {
     await applyMigrations(database.url)
+    // Tenant logins (Kiln::Postgres::Database) must not reach Kiln's own database.
+    const advice = await restrictDatabaseAccess(database.url)
+    if (advice) log.warn(advice)
     // At most 8 database calls at once per worker, however many actions run: actions hold no
     // connection, and more concurrent engine steps only queue inside PostgreSQL on the stack's
     // event-number lock (bench, layered-10000 create: 32.6 s with 20 connections, 20.7 s with 8).

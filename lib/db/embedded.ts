@@ -14,6 +14,12 @@
  * home is mode 700 on Debian) still starts: the binaries are copied, once per
  * version, and the cluster is kept under `/var/lib/kiln` instead (`relocated`
  * below), and the launcher says where.
+ *
+ * Kiln owns this server, so it also closes it to tenants (the login roles
+ * Kiln::Postgres::Database makes, members of `kiln_tenants`) beyond what that
+ * type does on any server: pg_hba.conf, rewritten at every start, lets them
+ * reach only the database named like the role; and `postgres` and `template1`
+ * are revoked from PUBLIC.
  */
 import { execFileSync, spawn, type SpawnOptions } from 'node:child_process'
 import crypto from 'node:crypto'
@@ -21,6 +27,8 @@ import fs from 'node:fs'
 import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
+import pg from 'pg'
+import { TENANT_GROUP } from '../resources/builtin/postgres-database'
 
 export interface EmbeddedPostgresOptions {
   /** Cluster directory (PG_VERSION lives here). */
@@ -197,6 +205,45 @@ function runningPid(dataDir: string): number | undefined {
 }
 
 /**
+ * Client authentication: scram-sha-256 over loopback (as initdb writes it),
+ * except that tenant roles may reach only the database of their own name
+ * (`sameuser`), and nothing else; the first matching line wins.
+ */
+const HBA = `# Written by Kiln at every start (lib/db/embedded.ts); edits are lost.
+# Tenant roles (members of ${TENANT_GROUP}) reach only the database named like them.
+host    sameuser        +${TENANT_GROUP}    127.0.0.1/32    scram-sha-256
+host    sameuser        +${TENANT_GROUP}    ::1/128         scram-sha-256
+local   all             +${TENANT_GROUP}                    reject
+host    all             +${TENANT_GROUP}    all             reject
+local   all             all                             scram-sha-256
+host    all             all                 127.0.0.1/32    scram-sha-256
+host    all             all                 ::1/128         scram-sha-256
+local   replication     all                             scram-sha-256
+host    replication     all                 127.0.0.1/32    scram-sha-256
+host    replication     all                 ::1/128         scram-sha-256
+`
+
+/** Write pg_hba.conf if it is not Kiln's yet; true when it changed (a running server must reload it). */
+function writeHba(dataDir: string, owner: { uid: number; gid: number } | undefined): boolean {
+  const file = path.join(dataDir, 'pg_hba.conf')
+  if (fs.existsSync(file) && fs.readFileSync(file, 'utf8') === HBA) return false
+  fs.writeFileSync(file, HBA, { mode: 0o600 })
+  if (owner) fs.chownSync(file, owner.uid, owner.gid)
+  return true
+}
+
+/** PUBLIC may not connect to the maintenance databases (tenants have no business there). */
+async function closeMaintenanceDatabases(adminUrl: string): Promise<void> {
+  const c = new pg.Client({ connectionString: adminUrl, application_name: 'kiln-bootstrap' })
+  await c.connect()
+  try {
+    await c.query('REVOKE CONNECT, TEMPORARY ON DATABASE postgres, template1 FROM PUBLIC')
+  } finally {
+    await c.end().catch(() => {})
+  }
+}
+
+/**
  * Initialise (first time) and start the cluster. If it is already running
  * (a previous launcher was killed), it is reused.
  */
@@ -243,10 +290,12 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
   let port: number
   let startedHere = false
   const already = runningPid(dataDir)
+  const hbaChanged = writeHba(dataDir, owner)
   if (already) {
     const opts = fs.readFileSync(path.join(dataDir, 'postmaster.pid'), 'utf8').split('\n')
     port = Number(opts[3])
     log(`reusing the PostgreSQL already running on port ${port} (pid ${already})`)
+    if (hbaChanged) await run(bin.pg_ctl, ['reload', '-D', dataDir], { ...asOwner, env: pgEnv })
   } else {
     port = await pickPort(opts.port ?? (creds.port && (await portFree(creds.port)) ? creds.port : undefined))
     const pgLog = path.join(path.dirname(dataDir), `${path.basename(dataDir)}.log`)
@@ -268,6 +317,7 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
 
   const databaseUrl = (db: string) =>
     `postgresql://${encodeURIComponent(creds.user)}:${encodeURIComponent(creds.password)}@127.0.0.1:${port}/${encodeURIComponent(db)}`
+  await closeMaintenanceDatabases(databaseUrl('postgres'))
   return {
     port,
     startedHere,

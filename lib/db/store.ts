@@ -4,6 +4,7 @@ import type { ConvergenceStore, FinishRequest, FinishResult, ReplaceRequest, Rep
 import { withRetry } from './retry'
 import { StepBatcher } from './step-batcher'
 import { beginNode, finishNode, finishNodes, markInProgress, recordIntent, replaceNode, replaceNodes, reportProgress } from './queries/node'
+import { outsideObjectStore } from './queries/outside-objects'
 import { loadTraversal } from './queries/traversal'
 
 export interface StoreOptions {
@@ -46,5 +47,6 @@ export function createStore(pool: pg.Pool, opts: StoreOptions): ConvergenceStore
     recordIntent: (job, properties) => retry('intent', () => recordIntent(pool, workerId, job, properties)),
     reportProgress: (job, message, fraction) => reportProgress(pool, workerId, job, message, fraction).catch(() => {}),
     loadTraversal: (id) => retry('load', () => loadTraversal(pool, id)),
+    objects: outsideObjectStore(pool, retry),
   }
 }

@@ -14,13 +14,13 @@
  */
 import crypto from 'node:crypto'
 import type { Logger } from '../logger'
-import type { ResourceContext, ResourceState, ResourceType, ResourceTypeConfig } from '../resources/types'
+import type { OutsideObjects, OutsideOwner, ResourceContext, ResourceState, ResourceType, ResourceTypeConfig } from '../resources/types'
 import { ReplaceRequired } from '../resources/types'
 import { changedProperties, needsReplacement, validateProperties } from '../resources/schema'
 import { resolveProperties } from '../template'
 import type { ResolveContext } from '../template/types'
 import { decideCleanup, decideUpdate } from './decide'
-import type { ActionOutcome, BeginResult, ClaimedJob, ConvergenceStore, FinishRequest, HeadStart, NodeScope, ResourceRow } from './ports'
+import type { ActionOutcome, BeginResult, ClaimedJob, ConvergenceStore, FinishRequest, HeadStart, NodeScope, OutsideObjectStore, ResourceRow } from './ports'
 import type { TraversalCache, TraversalContext } from './traversal-context'
 import type { NodePayload, ResourceAction } from './types'
 import { nodeId, parseNodeId } from './types'
@@ -64,6 +64,17 @@ interface Identity {
   uuid: string
   replacesUuid: string | null
   job: () => ClaimedJob
+}
+
+/** The store's records of outside objects, as the row `owner` sees them (ResourceContext.objects). */
+export function bindOutsideObjects(store: OutsideObjectStore, owner: OutsideOwner): OutsideObjects {
+  return {
+    claim: (refs, opts) => store.claim(owner, refs, opts),
+    find: (refs) => store.find(refs),
+    settle: (refs, size) => store.settle(owner, refs, size),
+    startDelete: (refs) => store.startDelete(owner, refs),
+    forget: (refs) => store.forget(owner, refs),
+  }
 }
 
 export function physicalName(stackName: string, row: Pick<ResourceRow, 'name' | 'uuid'>): string {
@@ -196,7 +207,9 @@ class NodeRun {
   private resourceContext(signal: AbortSignal, as: Identity): ResourceContext {
     let last = 0
     const every = this.deps.progressIntervalMs ?? 1000
+    const owner = { projectId: this.ctx!.stored.projectId, stackId: this.scope.stack.id, resourceName: this.row.name, resourceUuid: as.uuid }
     return {
+      projectId: owner.projectId,
       stackId: this.scope.stack.id,
       stackName: this.scope.stack.name,
       resourceName: this.row.name,
@@ -212,6 +225,7 @@ class NodeRun {
       },
       log: this.log,
       config: this.deps.typeConfig,
+      objects: bindOutsideObjects(this.deps.store.objects, owner),
     }
   }
 

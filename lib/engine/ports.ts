@@ -3,6 +3,7 @@
  * lib/db/store.ts (PostgreSQL); every method is one short transaction, and
  * none is held open across a resource action.
  */
+import type { ClaimOutcome, OutsideOwner, OutsideRecord, OutsideRef } from '../resources/types'
 import type { NodeKey, NodePayload, ResourceAction, ResourceStatus, StackAction, TraversalGraph } from './types'
 
 export type JobKind = 'check_resource' | 'rollback'
@@ -149,6 +150,19 @@ export interface StoredTraversal {
   template: { source: string | null; parsed: Record<string, unknown> | null; environment: Record<string, unknown>; parameters: Record<string, unknown> }
 }
 
+/**
+ * Kiln's records of objects outside Kiln (files, databases, roles) that
+ * resources made or are making; a resource type sees them bound to its row
+ * (ResourceContext.objects, lib/resources/types.ts, where the rules are).
+ */
+export interface OutsideObjectStore {
+  claim(owner: OutsideOwner, refs: OutsideRef[], opts?: { sizeBytes?: number; quotaBytes?: number }): Promise<ClaimOutcome>
+  find(refs: OutsideRef[]): Promise<(OutsideRecord | null)[]>
+  settle(owner: OutsideOwner, refs: OutsideRef[], sizeBytes?: number): Promise<void>
+  startDelete(owner: OutsideOwner, refs: OutsideRef[]): Promise<OutsideRef[]>
+  forget(owner: OutsideOwner, refs: OutsideRef[]): Promise<void>
+}
+
 export interface ConvergenceStore {
   beginNode(job: ClaimedJob): Promise<BeginResult>
   finishNode(job: ClaimedJob, req: FinishRequest): Promise<FinishResult>
@@ -158,4 +172,5 @@ export interface ConvergenceStore {
   recordIntent(job: ClaimedJob, properties: Record<string, unknown>): Promise<boolean>
   reportProgress(job: ClaimedJob, message: string, fraction: number | null): Promise<void>
   loadTraversal(traversalId: string): Promise<StoredTraversal | null>
+  objects: OutsideObjectStore
 }

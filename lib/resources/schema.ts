@@ -64,14 +64,17 @@ function validateValue(s: PropertySchema, raw: unknown, path: string, issues: Pr
       else if (typeof v !== 'string') return bad(`Value must be a string, not ${kind(v)}`)
       break
     case 'integer': {
-      const n = typeof v === 'string' && v.trim() !== '' ? Number(v) : v
-      if (typeof n !== 'number' || !Number.isInteger(n)) return bad(`Value '${display(v)}' is not an integer`)
+      const n = toInteger(v)
+      if (n === null) {
+        const tooBig = (typeof v === 'number' && Number.isInteger(v)) || (typeof v === 'string' && INTEGER_TEXT.test(v))
+        return bad(tooBig ? `Value '${display(v)}' is too large an integer (at most ${Number.MAX_SAFE_INTEGER} either side of 0)` : `Value '${display(v)}' is not an integer`)
+      }
       v = n
       break
     }
     case 'number': {
-      const n = typeof v === 'string' && v.trim() !== '' ? Number(v) : v
-      if (typeof n !== 'number' || !Number.isFinite(n)) return bad(`Value '${display(v)}' is not a number`)
+      const n = toNumber(v)
+      if (n === null) return bad(`Value '${display(v)}' is not a number`)
       v = n
       break
     }
@@ -99,6 +102,30 @@ function validateValue(s: PropertySchema, raw: unknown, path: string, issues: Pr
   return v
 }
 
+/**
+ * Heat converts an Integer property with Python's int() (Schema.str_to_num,
+ * then "not an integer" for a float): a JSON integer, or a string of decimal
+ * digits. Stricter than int() where JavaScript would otherwise guess: no
+ * surrounding blanks, no `0x10`, no `1_000`, no exponent, and only values
+ * JavaScript holds exactly (1e20 passes Number.isInteger but is not the
+ * integer the template wrote).
+ */
+const INTEGER_TEXT = /^[+-]?\d+$/
+const NUMBER_TEXT = /^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$/
+
+function toInteger(v: unknown): number | null {
+  const n = typeof v === 'string' && INTEGER_TEXT.test(v) ? Number(v) : v
+  if (typeof n !== 'number' || !Number.isSafeInteger(n)) return null
+  return n === 0 ? 0 : n // never -0
+}
+
+/** A JSON number, or a decimal string (Heat: int() or float()); never hex, blanks, Infinity or NaN. */
+function toNumber(v: unknown): number | null {
+  const n = typeof v === 'string' && NUMBER_TEXT.test(v) ? Number(v) : v
+  if (typeof n !== 'number' || !Number.isFinite(n)) return null
+  return n
+}
+
 function checkConstraint(c: PropertyConstraint, v: unknown): string | null {
   if ('length' in c) {
     const len = typeof v === 'string' || Array.isArray(v) ? v.length : typeof v === 'object' && v !== null ? Object.keys(v).length : null
@@ -113,6 +140,9 @@ function checkConstraint(c: PropertyConstraint, v: unknown): string | null {
     if (!c.allowed_values.some((a) => isDeepStrictEqual(a, v))) return `"${display(v)}" is not an allowed value [${c.allowed_values.map(display).join(', ')}]`
   } else if ('allowed_pattern' in c) {
     if (typeof v === 'string' && !new RegExp(`^(?:${c.allowed_pattern})$`).test(v)) return `"${v}" does not match pattern "${c.allowed_pattern}"`
+  } else if ('bytes' in c) {
+    const size = typeof v === 'string' ? Buffer.byteLength(v) : null
+    if (size !== null && size > c.bytes.max) return `${size} bytes is too large (at most ${c.bytes.max} bytes)`
   }
   return null
 }
@@ -135,6 +165,22 @@ export function needsReplacement(schema: Record<string, PropertySchema>, changed
 /** Property values with every `secret` property masked, for API responses and events. */
 export function maskSecrets(schema: Record<string, PropertySchema>, props: Record<string, unknown>): Record<string, unknown> {
   return Object.fromEntries(Object.entries(props).map(([k, v]) => [k, schema[k]?.secret && v !== null && v !== undefined ? '******' : v]))
+}
+
+/**
+ * A property value as API responses show it: a string longer than the
+ * schema's `shownUpToBytes` is cut there (on a character boundary) and
+ * followed by a note of its full size.
+ */
+export function shownValue(s: PropertySchema | undefined, v: unknown): unknown {
+  const limit = s?.shownUpToBytes
+  // A UTF-16 code unit is at most 3 bytes of UTF-8: short strings need no encoding.
+  if (limit === undefined || typeof v !== 'string' || v.length * 3 <= limit) return v
+  const bytes = Buffer.from(v)
+  if (bytes.length <= limit) return v
+  // Decoding a cut in the middle of a character gives U+FFFD at the end; drop it.
+  const head = bytes.subarray(0, limit).toString('utf8').replace(/\uFFFD$/, '')
+  return `${head}… [${bytes.length} bytes in all; the first ${limit} shown]`
 }
 
 const join = (base: string, key: string) => (base ? `${base}.${key}` : key)

@@ -17,6 +17,28 @@
  * that is not `stateOnly` runs). So `delete` must tolerate "already gone", and
  * types that can should derive their physical names from `ctx.physicalName`
  * (stable per row) so that a half-done create can still be found and removed.
+ *
+ * Objects outside Kiln (files, databases, roles) are recorded in Kiln's own
+ * database through `ctx.objects`, and the record is committed *before* the
+ * action touches anything: `claim` before making or changing, `settle` after;
+ * `startDelete` before removing, `forget` after. A record names its owner:
+ * the project, the logical resource (stack + resource name) and the row. The
+ * rules every such type keeps:
+ *   - a create or update alters only an object a record says this logical
+ *     resource made (claim answers `taken over`), or one that did not exist
+ *     when it claimed a fresh record; it never touches an object it found
+ *     there (a file, database or role Kiln did not make) or one another stack
+ *     or resource owns (claim answers `refused`);
+ *   - a delete removes only what its own row still owns (startDelete names
+ *     it), so the cleanup of a replaced row never removes its successor's
+ *     object, and a delete after a worker died mid-create finds the record of
+ *     what that create may have made, whatever state it is in;
+ *   - nothing is keyed or stored where a tenant could forge it (a file beside
+ *     the workspace, a catalog comment the tenant's role can rewrite).
+ * Tenants stay inside their project: a file type writes only under its
+ * project's workspace (`config.workspaceDir/<project id>`), never through a
+ * symbolic link, within the project's quota; a database login made for a
+ * tenant reaches its own database only.
  */
 import type { Logger } from '../logger'
 
@@ -27,6 +49,8 @@ export type PropertyConstraint =
   | { range: { min?: number; max?: number }; description?: string }
   | { allowed_values: unknown[]; description?: string }
   | { allowed_pattern: string; description?: string }
+  /** A string's size in bytes (UTF-8), e.g. a file's content. A Kiln addition to Heat's constraints. */
+  | { bytes: { max: number }; description?: string }
 
 export interface PropertySchema {
   type: PropertyType
@@ -42,6 +66,12 @@ export interface PropertySchema {
   items?: PropertySchema
   /** Never shown in API responses or events (e.g. passwords). */
   secret?: boolean
+  /**
+   * A string longer than this many bytes is shown in API responses cut to
+   * this size, with a note of its full size (a file's content): a resource
+   * list must not carry megabytes per resource. Stored and compared in full.
+   */
+  shownUpToBytes?: number
 }
 
 export interface AttributeSchema {
@@ -53,13 +83,85 @@ export interface AttributeSchema {
 
 /** What a type needs from the installation (from the env parser, passed in by the worker). */
 export interface ResourceTypeConfig {
-  /** Directory `Kiln::File` writes into. */
+  /** Directory under which `Kiln::File` gives each project a workspace of its own (`<dir>/<project id>/`). */
   workspaceDir: string
+  /** Bytes of files one project's workspace may hold (KILN_WORKSPACE_QUOTA_BYTES; default DEFAULT_WORKSPACE_QUOTA_BYTES). */
+  workspaceQuotaBytes?: number
   /** Server `Kiln::Postgres::Database` creates databases and roles on. */
   targetDatabaseUrl?: string
+  /** Connections each tenant login role may hold at once (KILN_TENANT_CONNECTION_LIMIT; default DEFAULT_TENANT_CONNECTION_LIMIT). */
+  tenantConnectionLimit?: number
+}
+
+export const DEFAULT_WORKSPACE_QUOTA_BYTES = 64 * 1024 * 1024
+export const DEFAULT_TENANT_CONNECTION_LIMIT = 20
+
+/** What an outside object is: a file (`scope`: project id), a database or a role (`scope`: the server). */
+export type OutsideKind = 'file' | 'pg_database' | 'pg_role'
+
+export interface OutsideRef {
+  kind: OutsideKind
+  /** Where `key` is unique: the project id for a file, `host:port` of the server for a database or role. */
+  scope: string
+  /** The file's path relative to the project's workspace (normalised); the database or role name. */
+  key: string
+}
+
+export interface OutsideOwner {
+  projectId: string
+  stackId: string
+  resourceName: string
+  resourceUuid: string
+}
+
+export interface OutsideRecord extends OutsideRef, OutsideOwner {
+  state: 'creating' | 'present' | 'deleting'
+  sizeBytes: number
+}
+
+export type ClaimOutcome =
+  /** Recorded for this row. `previous[i]`: null when refs[i] had no record (a fresh claim), else the record this logical resource had (taken over). */
+  | { outcome: 'claimed'; previous: (OutsideRecord | null)[] }
+  /** Another stack or resource owns `ref`; nothing was recorded. */
+  | { outcome: 'refused'; ref: OutsideRef; owner: OutsideRecord }
+  /**
+   * Another row of this logical resource owns `ref` and is being acted on now
+   * (an older traversal deleting it): taking the object over would let that
+   * action remove it under this one. Nothing was recorded.
+   */
+  | { outcome: 'busy'; ref: OutsideRef; owner: OutsideRecord }
+  /** The project's files would exceed its workspace quota; nothing was recorded. */
+  | { outcome: 'over_quota'; usedBytes: number; limitBytes: number }
+
+/**
+ * Kiln's records of the outside objects this row makes, bound to the row
+ * (see the contract at the top of this file). Every call is one committed
+ * transaction; a claim of several refs records all of them or none.
+ */
+export interface OutsideObjects {
+  /**
+   * Record that this row is making (or changing) these objects, before it acts.
+   * `sizeBytes`/`quotaBytes` (one file): the size the file will have, and the
+   * project's quota, checked against the sum of its recorded files.
+   */
+  claim(refs: OutsideRef[], opts?: { sizeBytes?: number; quotaBytes?: number }): Promise<ClaimOutcome>
+  /** The action finished: the objects exist (a file: `sizeBytes` is its size now). */
+  settle(refs: OutsideRef[], sizeBytes?: number): Promise<void>
+  /**
+   * The records of these refs (null: none). Read before looking at the
+   * outside world: an object that exists with no record is not Kiln's, and
+   * is refused before any claim is written.
+   */
+  find(refs: OutsideRef[]): Promise<(OutsideRecord | null)[]>
+  /** Before removing: marks this row's records `deleting` and returns the refs this row owns (the rest are gone, or a successor's). */
+  startDelete(refs: OutsideRef[]): Promise<OutsideRef[]>
+  /** The objects are gone: drops this row's records. */
+  forget(refs: OutsideRef[]): Promise<void>
 }
 
 export interface ResourceContext {
+  /** The tenant: the project the stack belongs to. */
+  projectId: string
   stackId: string
   stackName: string
   resourceName: string
@@ -75,6 +177,8 @@ export interface ResourceContext {
   progress(message: string, fraction?: number): void
   log: Logger
   config: ResourceTypeConfig
+  /** Kiln's records of the objects outside Kiln this row makes (Kiln's database). */
+  objects: OutsideObjects
 }
 
 /** What the engine stored after the previous successful action. */

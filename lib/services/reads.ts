@@ -9,6 +9,7 @@ import type pg from 'pg'
 import { toCytoscape, toDot, toGraphML, type NodeAnnotation } from '../engine/export'
 import type { NodeId, TraversalGraph } from '../engine/types'
 import type { Registry } from '../resources/registry'
+import { shownValue } from '../resources/schema'
 import { buildDefinition, parseEnvironment, parseTemplate, resolveOutputs, type ResolvedOutput } from '../template'
 import { NotFoundError, ValidationError } from './errors'
 import { hiddenValues as hiddenForms, MASK, redact, secretList } from './secrets'
@@ -106,7 +107,8 @@ export function createReadService(pool: pg.Pool, registry: Registry) {
   function maskProperties(type: string, props: Record<string, unknown> | null, secrets: string[]): Record<string, unknown> | null {
     if (!props) return null
     const t = registry.get(type)
-    return Object.fromEntries(Object.entries(props).map(([k, v]) => [k, t?.properties[k]?.secret ? MASK : redact(v, secrets)]))
+    // A large value (a file's content) is cut to what its schema shows (shownUpToBytes).
+    return Object.fromEntries(Object.entries(props).map(([k, v]) => [k, t?.properties[k]?.secret ? MASK : shownValue(t?.properties[k], redact(v, secrets))]))
   }
 
   /**

@@ -15,6 +15,7 @@ function constraintText(c: PropertyConstraint): string {
   if ('length' in c) rule = `length ${range(c.length)}`
   else if ('range' in c) rule = `value ${range(c.range)}`
   else if ('allowed_values' in c) rule = `one of ${c.allowed_values.map((v) => code(typeof v === 'string' ? v : JSON.stringify(v))).join(', ')}`
+  else if ('bytes' in c) rule = `at most ${c.bytes.max} bytes (UTF-8)`
   else rule = `matches ${code(c.allowed_pattern)}`
   return c.description && !('allowed_values' in c) ? `${c.description} (${rule})` : rule
 }

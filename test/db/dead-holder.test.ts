@@ -78,7 +78,7 @@ test('a create whose worker died before storing its result is still deleted by i
   // The worker "dies" when it tries to store the result: the file is written, the row is not told.
   const w = await inProcessWorker({ finishNode: () => Promise.reject(new Error('SIGKILL')) })
   await expect(runNode(w.deps, await w.claim())).rejects.toThrow('SIGKILL')
-  expect(fs.readFileSync(path.join(c.workspace, 'intent/f.txt'), 'utf8')).toBe('one')
+  expect(fs.readFileSync(path.join(c.projectWorkspace(), 'intent/f.txt'), 'utf8')).toBe('one')
   const [row] = await rowsOf(stack)
   expect(row).toMatchObject({ action: 'CREATE', status: 'IN_PROGRESS', properties: null, physical_id: null, engine_id: w.id })
   expect(row.pending_properties).toMatchObject({ path: 'intent/f.txt', content: 'one' })
@@ -92,6 +92,6 @@ test('a create whose worker died before storing its result is still deleted by i
   await c.services.update(c.actor, stack, { template: hot({ n: { type: 'OS::Heat::None' } }) })
   c.spawnWorker()
   expect(await c.settle(stack)).toBe('UPDATE_COMPLETE')
-  expect(fs.existsSync(path.join(c.workspace, 'intent/f.txt'))).toBe(false)
+  expect(fs.existsSync(path.join(c.projectWorkspace(), 'intent/f.txt'))).toBe(false)
   expect(c.workspaceFiles()).toEqual([])
 })

@@ -172,18 +172,23 @@ export class TestCluster {
     return rows as { id: number; name: string; action: string; status: string; status_reason: string; properties: Record<string, unknown> | null; physical_id: string | null; engine_id: string | null }[]
   }
 
-  /** Files the Kiln::File type wrote (ownership records excluded). */
-  workspaceFiles(): string[] {
+  /** The workspace of a project (default: this cluster's own), where its Kiln::File resources write. */
+  projectWorkspace(projectId = this.actor.projectId): string {
+    return path.join(this.workspace, projectId)
+  }
+
+  /** Files the Kiln::File type wrote in a project's workspace (default: this cluster's project), relative to it. */
+  workspaceFiles(projectId = this.actor.projectId): string[] {
+    const root = this.projectWorkspace(projectId)
     const out: string[] = []
     const walk = (d: string) => {
       for (const f of fs.readdirSync(d, { withFileTypes: true })) {
-        if (f.name === '.kiln') continue
         const p = path.join(d, f.name)
         if (f.isDirectory()) walk(p)
-        else out.push(path.relative(this.workspace, p))
+        else out.push(path.relative(root, p))
       }
     }
-    walk(this.workspace)
+    if (fs.existsSync(root)) walk(root)
     return out.sort()
   }
 

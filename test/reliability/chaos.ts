@@ -229,7 +229,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       const want = [...Array.from({ length: fin.size }, (_, k) => `f${k}`), 'slow'].sort()
       if (JSON.stringify(names) !== JSON.stringify(want)) v.push(`${name}: rows ${names.join(',')} != template ${want.join(',')}`)
       for (let k = 0; k < fin.size; k++) {
-        const file = path.join(c.workspace, name, `f${k}.txt`)
+        const file = path.join(c.projectWorkspace(), name, `f${k}.txt`)
         expectedFiles.push(path.join(name, `f${k}.txt`))
         const content = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : null
         if (content !== `${fin.seed}:${k}`) v.push(`${name}/f${k}.txt holds ${JSON.stringify(content)}, template says ${fin.seed}:${k}`)

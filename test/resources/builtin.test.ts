@@ -1,32 +1,31 @@
 /**
- * Property schemas and the built-in resource types, against a real
- * filesystem for Kiln::File (ownership, takeover, stale cleanup).
+ * Property schemas and the built-in resource types, called directly as the
+ * engine calls them: Kiln::File against a real file system, and both types
+ * with their records of outside objects in a real database (ownership,
+ * takeover, stale cleanup, tenants kept inside their project).
  */
+import crypto from 'node:crypto'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import { describe, expect, test } from 'vitest'
-import { fileResource } from '../../lib/resources/builtin/file'
+import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { fileResource, MAX_FILE_BYTES } from '../../lib/resources/builtin/file'
 import { randomStringResource, valueResource } from '../../lib/resources/builtin/simple'
 import { testResource } from '../../lib/resources/builtin/test-resource'
-import { changedProperties, needsReplacement, validateProperties } from '../../lib/resources/schema'
-import { ReplaceRequired, type ResourceContext } from '../../lib/resources/types'
-import { createLogger } from '../../lib/logger'
+import { changedProperties, needsReplacement, shownValue, validateProperties } from '../../lib/resources/schema'
+import { ReplaceRequired, type ResourceContext, type ResourceTypeConfig } from '../../lib/resources/types'
+import { outsideRecords, resourceContext, type OutsideRecords } from '../helpers/resource-context'
 
-function ctx(over: Partial<ResourceContext> = {}, signal = new AbortController().signal): ResourceContext {
-  return {
-    stackId: 's1',
-    stackName: 'st',
-    resourceName: 'r',
-    resourceUuid: '00000000-0000-4000-8000-000000000001',
-    replacesUuid: null,
-    physicalName: 'st-r-000000000001',
-    signal,
-    progress: () => {},
-    log: createLogger({ level: 'silent', format: 'text' }),
-    config: { workspaceDir: os.tmpdir() },
-    ...over,
-  }
+let records: OutsideRecords
+beforeAll(async () => {
+  records = await outsideRecords()
+})
+afterAll(async () => {
+  await records?.close()
+})
+
+function ctx(over: Partial<Omit<ResourceContext, 'objects'>> = {}, signal = new AbortController().signal): ResourceContext {
+  return resourceContext(records, { config: { workspaceDir: os.tmpdir() }, ...over }, signal)
 }
 
 describe('property schemas', () => {
@@ -39,6 +38,25 @@ describe('property schemas', () => {
     expect(bad.issues.find((i) => i.path === 'valeu')!.message).toContain('did you mean value?')
     expect(validateProperties(valueResource.properties, {}).issues).toEqual([{ path: 'value', message: 'Property value not assigned' }])
     expect(validateProperties(randomStringResource.properties, { length: 0 }).issues[0]!.message).toContain('out of range')
+  })
+
+  test('an integer is a JSON integer or a string of decimal digits, held exactly; a range applies after conversion', async () => {
+    const { postgresDatabaseResource: db } = await import('../../lib/resources/builtin/postgres-database')
+    const limit = (v: unknown) => validateProperties(db.properties, { connection_limit: v })
+    for (const given of ['0x10', ' 7', '7 ', '1e3', '7.5', 7.5, '1_000', '', 'Infinity', true, [7]]) {
+      expect(limit(given).issues, JSON.stringify(given)).toEqual([{ path: 'connection_limit', message: `Value '${typeof given === 'string' ? given : JSON.stringify(given)}' is not an integer` }])
+    }
+    for (const given of [1e20, '99999999999999999999']) expect(limit(given).issues[0]?.message, String(given)).toContain('is too large an integer')
+    for (const [given, value] of [[7, 7], ['7', 7], ['+7', 7], ['-1', -1], ['007', 7], [-0, 0], [2147483647, 2147483647]] as const) {
+      expect(limit(given), String(given)).toEqual({ value: { connection_limit: value }, issues: [] })
+    }
+    // the type's range (-1 .. int4) after conversion
+    expect(limit('-2').issues[0]!.message).toContain('-2 is out of range')
+    expect(limit(2147483648).issues[0]!.message).toContain('out of range')
+    // numbers: decimal text only, finite
+    const wait = (v: unknown) => validateProperties(testResource.properties, { wait_secs: v })
+    for (const [given, value] of [['1.5', 1.5], ['1e3', 1000], ['.5', 0.5], [2, 2]] as const) expect(wait(given).value.wait_secs, String(given)).toBe(value)
+    for (const given of ['0x10', ' 1', 'Infinity', 'NaN', '1,5']) expect(wait(given).issues, given).toHaveLength(1)
   })
 
   test('changed properties and which of them force a replacement', () => {
@@ -86,39 +104,169 @@ describe('OS::Heat::Value and OS::Heat::RandomString', () => {
 })
 
 describe('Kiln::File', () => {
-  test('writes atomically, takes over from its own resource, refuses others, and a stale cleanup leaves the successor alone', async () => {
-    const ws = fs.mkdtempSync(path.join(os.tmpdir(), 'kiln-file-'))
-    const config = { workspaceDir: ws }
-    const first = ctx({ config })
-    const props = validateProperties(fileResource.properties, { path: 'app/conf.txt', content: 'one' }).value
-    const created = await fileResource.create(first, props)
-    expect(fs.readFileSync(path.join(ws, 'app/conf.txt'), 'utf8')).toBe('one')
-    expect(created.attributes).toMatchObject({ size: 3 })
+  const workspaces: string[] = []
+  /** A fresh workspace directory and project, and a context in them (records of other tests' projects never count here). */
+  function inWorkspace(config: Partial<ResourceTypeConfig> = {}) {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kiln-file-'))
+    workspaces.push(dir)
+    const projectId = crypto.randomUUID()
+    const full = { workspaceDir: dir, ...config }
+    return { dir, projectId, root: path.join(dir, projectId), at: (over: Partial<Omit<ResourceContext, 'objects'>> = {}) => ctx({ config: full, projectId, ...over }) }
+  }
+  afterAll(() => {
+    for (const d of workspaces) fs.rmSync(d, { recursive: true, force: true })
+  })
+  const props = (p: Record<string, unknown>) => {
+    const v = validateProperties(fileResource.properties, p)
+    expect(v.issues).toEqual([])
+    return v.value
+  }
+  const state = (p: Record<string, unknown>) => ({ physicalId: String(p.path), properties: p, attributes: {}, data: {} })
+  const uuidN = (n: number) => `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`
+  /** Every message a tenant reads names paths relative to its workspace, never the server's. */
+  const failure = async (p: Promise<unknown>, dir: string): Promise<string> => {
+    const err = (await p.then(() => null, (e: unknown) => e)) as Error | null
+    expect(err, 'the action should have failed').not.toBeNull()
+    expect(err!.message).not.toContain(dir)
+    expect(err!.name).toBe('ResourceActionError')
+    return err!.message
+  }
 
-    // another stack may not take the path
-    await expect(fileResource.create(ctx({ config, stackId: 's2' }), props)).rejects.toThrow('managed by')
+  test('writes atomically, takes over from its own resource, refuses others, and a stale cleanup leaves the successor alone', async () => {
+    const { root, dir, at } = inWorkspace()
+    const first = at()
+    const p = props({ path: 'app/conf.txt', content: 'one' })
+    const created = await fileResource.create(first, p)
+    expect(fs.readFileSync(path.join(root, 'app/conf.txt'), 'utf8')).toBe('one')
+    expect(created.attributes).toMatchObject({ size: 3, path: path.join(root, 'app/conf.txt') })
+
+    // another stack of the project may not take the path
+    expect(await failure(fileResource.create(at({ stackId: uuidN(52) }), p), dir)).toContain('belongs to resource r of stack')
     // a replacement row of the same resource takes it over
-    const second = ctx({ config, resourceUuid: '00000000-0000-4000-8000-000000000002', replacesUuid: first.resourceUuid })
-    await fileResource.create(second, { ...props, content: 'two' })
+    const second = at({ resourceUuid: uuidN(2), replacesUuid: first.resourceUuid })
+    await fileResource.create(second, { ...p, content: 'two' })
     // the old row's cleanup must not delete the successor's file
-    await fileResource.delete(first, { physicalId: 'app/conf.txt', properties: props, attributes: {}, data: {} })
-    expect(fs.readFileSync(path.join(ws, 'app/conf.txt'), 'utf8')).toBe('two')
-    // the owner's delete removes it, and deleting again is fine
-    await fileResource.delete(second, { physicalId: 'app/conf.txt', properties: props, attributes: {}, data: {} })
-    await fileResource.delete(second, { physicalId: 'app/conf.txt', properties: props, attributes: {}, data: {} })
-    expect(fs.existsSync(path.join(ws, 'app/conf.txt'))).toBe(false)
-    // an unmanaged file is never overwritten
-    fs.writeFileSync(path.join(ws, 'mine.txt'), 'user data')
-    await expect(fileResource.create(first, { ...props, path: 'mine.txt' })).rejects.toThrow('not managed by Kiln')
-    expect(fs.readdirSync(path.join(ws, '.kiln', 'tmp'))).toEqual([])
-    fs.rmSync(ws, { recursive: true, force: true })
+    await fileResource.delete(first, state(p))
+    expect(fs.readFileSync(path.join(root, 'app/conf.txt'), 'utf8')).toBe('two')
+    // the owner's delete removes it (and the directory it leaves empty), and deleting again is fine
+    await fileResource.delete(second, state(p))
+    await fileResource.delete(second, state(p))
+    expect(fs.existsSync(path.join(root, 'app'))).toBe(false)
+    // a file Kiln did not write is never overwritten
+    fs.writeFileSync(path.join(root, 'mine.txt'), 'user data')
+    expect(await failure(fileResource.create(first, { ...p, path: 'mine.txt' }), dir)).toBe('mine.txt already exists and was not written by Kiln; remove it or choose another path')
+    expect(fs.readFileSync(path.join(root, 'mine.txt'), 'utf8')).toBe('user data')
+    expect(fs.readdirSync(path.join(dir, '.kiln-tmp'))).toEqual([])
   })
 
-  test('paths must stay inside the workspace', () => {
-    for (const p of ['/etc/passwd', '../x', 'a/../../x', '.kiln/owners/x']) {
-      expect(validateProperties(fileResource.properties, { path: p }).issues, p).not.toEqual([])
+  test('paths are plain relative paths: no "..", ".", empty names or leading "/", so a file has one name', () => {
+    for (const p of ['/etc/passwd', '../x', 'a/../../x', './.kiln/owners/x.json', 'a/./b', 'a//b', 'a/', '.', '..', 'x'.repeat(256), 'a\0b']) {
+      expect(validateProperties(fileResource.properties, { path: p }).issues, p).toEqual([expect.objectContaining({ path: 'path' })])
     }
-    expect(validateProperties(fileResource.properties, { path: 'a/b.txt' }).issues).toEqual([])
+    for (const p of ['a/b.txt', '.kiln/owners/x.json', '...', 'a/.hidden', 'x'.repeat(255)]) expect(validateProperties(fileResource.properties, { path: p }).issues, p).toEqual([])
+  })
+
+  test("a project's files live in its own workspace: another project's stack with the same paths, or a forged ownership record, cannot reach them", async () => {
+    const { dir, root, at } = inWorkspace()
+    const projectB = '00000000-0000-4000-8000-00000000000b'
+    const stackB = uuidN(60)
+    await fileResource.create(at(), props({ path: 'shared/conf.txt', content: 'A' }))
+    // B writes what used to be the ownership record of A's file, naming its own resource, then the same path.
+    const forged = JSON.stringify({ stackId: stackB, resource: 'victim', uuid: uuidN(61) })
+    const b = (name: string, n: number) => at({ projectId: projectB, stackId: stackB, resourceName: name, resourceUuid: uuidN(n) })
+    await fileResource.create(b('forge', 62), props({ path: '.kiln/owners/shared/conf.txt.json', content: forged }))
+    const victim = await fileResource.create(b('victim', 61), props({ path: 'shared/conf.txt', content: 'B' }))
+    expect(victim.attributes!.path).toBe(path.join(dir, projectB, 'shared/conf.txt'))
+    expect(fs.readFileSync(path.join(root, 'shared/conf.txt'), 'utf8')).toBe('A')
+    await fileResource.delete(b('victim', 61), state({ path: 'shared/conf.txt' }))
+    await fileResource.delete(b('forge', 62), state({ path: '.kiln/owners/shared/conf.txt.json' }))
+    expect(fs.readFileSync(path.join(root, 'shared/conf.txt'), 'utf8')).toBe('A')
+    expect(fs.readdirSync(path.join(dir, projectB))).toEqual([])
+    await fileResource.check!(at(), state({ path: 'shared/conf.txt', content: 'A' }))
+  })
+
+  test('a symbolic link in the workspace is never followed: not as a parent, not as the file', async () => {
+    const { dir, root, at } = inWorkspace()
+    const outside = fs.mkdtempSync(path.join(os.tmpdir(), 'kiln-outside-'))
+    workspaces.push(outside)
+    fs.writeFileSync(path.join(outside, 'secret.txt'), 'outside')
+    fs.mkdirSync(root, { recursive: true })
+    fs.symlinkSync(outside, path.join(root, 'link'))
+    fs.symlinkSync(path.join(outside, 'secret.txt'), path.join(root, 'target.txt'))
+
+    expect(await failure(fileResource.create(at(), props({ path: 'link/x.txt', content: 'x' })), dir)).toBe('link is a symbolic link; Kiln never follows links')
+    expect(await failure(fileResource.create(at(), props({ path: 'link/secret.txt', content: 'x' })), dir)).toBe('link is a symbolic link; Kiln never follows links')
+    expect(await failure(fileResource.create(at(), props({ path: 'target.txt', content: 'x' })), dir)).toContain('target.txt already exists and was not written by Kiln')
+    expect(fs.readdirSync(outside)).toEqual(['secret.txt'])
+    expect(fs.readFileSync(path.join(outside, 'secret.txt'), 'utf8')).toBe('outside')
+
+    // A file Kiln wrote whose directory is then swapped for a link: an update, a check and the delete never go through it.
+    const p = props({ path: 'sub/own.txt', content: 'mine' })
+    await fileResource.create(at(), p)
+    fs.renameSync(path.join(root, 'sub'), path.join(root, 'moved'))
+    fs.symlinkSync(outside, path.join(root, 'sub'))
+    fs.writeFileSync(path.join(outside, 'own.txt'), 'not Kiln\'s')
+    expect(await failure(fileResource.update(at(), { ...p, content: 'new' }, state(p), ['content']), dir)).toBe('sub is a symbolic link; Kiln never follows links')
+    expect(await failure(fileResource.check!(at(), state(p)), dir)).toBe('sub is a symbolic link; Kiln never follows links')
+    await fileResource.delete(at(), state(p))
+    expect(fs.readFileSync(path.join(outside, 'own.txt'), 'utf8')).toBe("not Kiln's")
+    expect(fs.readdirSync(path.join(dir, '.kiln-tmp'))).toEqual([])
+  })
+
+  test("sizes: content over the limit is refused at validation, a project's files within its quota, large content shown cut", async () => {
+    const big = 'x'.repeat(MAX_FILE_BYTES + 1)
+    expect(validateProperties(fileResource.properties, { path: 'a', content: big }).issues).toEqual([{ path: 'content', message: `the content may be at most ${MAX_FILE_BYTES} bytes` }])
+    expect(validateProperties(fileResource.properties, { path: 'a', content: 'é'.repeat(MAX_FILE_BYTES / 2) }).issues).toEqual([])
+    expect(validateProperties(fileResource.properties, { path: 'a', content: 'é'.repeat(MAX_FILE_BYTES / 2 + 1) }).issues).toHaveLength(1)
+
+    const { dir, root, at } = inWorkspace({ workspaceQuotaBytes: 1000 })
+    const one = at({ resourceName: 'one', resourceUuid: uuidN(71) })
+    const two = at({ resourceName: 'two', resourceUuid: uuidN(72) })
+    await fileResource.create(one, props({ path: 'one.txt', content: 'a'.repeat(600) }))
+    expect(await failure(fileResource.create(two, props({ path: 'two.txt', content: 'b'.repeat(600) })), dir)).toBe(
+      "two.txt: 600 bytes would take the project's files to 1200 bytes, over its workspace quota of 1000 bytes (KILN_WORKSPACE_QUOTA_BYTES)",
+    )
+    expect(fs.existsSync(path.join(root, 'two.txt'))).toBe(false)
+    // a file's own bytes are not counted twice when it is rewritten; another project has a quota of its own
+    await fileResource.update(one, props({ path: 'one.txt', content: 'a'.repeat(900) }), state({ path: 'one.txt' }), ['content'])
+    await fileResource.create(at({ projectId: '00000000-0000-4000-8000-00000000000c', resourceName: 'two', resourceUuid: uuidN(73) }), props({ path: 'two.txt', content: 'b'.repeat(600) }))
+    // deleting frees the bytes
+    await fileResource.delete(one, state({ path: 'one.txt' }))
+    await fileResource.create(two, props({ path: 'two.txt', content: 'b'.repeat(600) }))
+
+    const shown = shownValue(fileResource.properties.content, 'é'.repeat(5000)) as string
+    expect(Buffer.byteLength(shown)).toBeLessThan(4200)
+    expect(shown).toMatch(/^é+… \[10000 bytes in all; the first 4096 shown\]$/)
+    expect(shownValue(fileResource.properties.content, 'short')).toBe('short')
+  })
+
+  test('long names: 251-255 bytes work and leave no temp file; longer ones are refused before anything is written', async () => {
+    const { dir, root, projectId, at } = inWorkspace()
+    for (const n of [251, 255]) {
+      const name = 'n'.repeat(n)
+      const p = props({ path: `long/${name}`, content: String(n) })
+      await fileResource.create(at(), p)
+      expect(fs.readFileSync(path.join(root, 'long', name), 'utf8')).toBe(String(n))
+      await fileResource.delete(at(), state(p))
+    }
+    // 128 characters, 384 bytes: passes the pattern's character count, refused by its bytes
+    const wide = '€'.repeat(128)
+    expect(await failure(fileResource.create(at(), props({ path: `long/${wide}`, content: 'x' })), dir)).toContain('is 384 bytes; at most 255 are allowed')
+    expect(fs.readdirSync(path.join(dir, '.kiln-tmp'))).toEqual([])
+    expect(fs.readdirSync(root)).toEqual([])
+    expect((await records.pool.query(`SELECT key FROM outside_object WHERE scope = $1 AND key LIKE 'long/%'`, [projectId])).rows).toEqual([])
+  })
+
+  test('a delete removes the directories it leaves empty, up to the workspace, and no further', async () => {
+    const { root, at } = inWorkspace()
+    const deep = props({ path: 'a/b/c/deep.txt', content: 'd' })
+    const beside = props({ path: 'a/beside.txt', content: 'b' })
+    await fileResource.create(at({ resourceName: 'deep', resourceUuid: uuidN(81) }), deep)
+    await fileResource.create(at({ resourceName: 'beside', resourceUuid: uuidN(82) }), beside)
+    await fileResource.delete(at({ resourceName: 'deep', resourceUuid: uuidN(81) }), state(deep))
+    expect(fs.readdirSync(path.join(root, 'a'))).toEqual(['beside.txt'])
+    await fileResource.delete(at({ resourceName: 'beside', resourceUuid: uuidN(82) }), state(beside))
+    expect(fs.readdirSync(root)).toEqual([])
   })
 })
 
@@ -139,7 +287,7 @@ describe('Kiln::Postgres::Database', () => {
     await asRole.connect()
     expect((await asRole.query('SELECT current_database() AS d, current_user AS u')).rows[0]).toEqual({ d: name, u: name })
     await asRole.end()
-    await expect(db.create(ctx({ config, stackId: 'other' }), props)).rejects.toThrow('not managed by this resource')
+    await expect(db.create(ctx({ config, stackId: '00000000-0000-4000-8000-000000000099' }), props)).rejects.toThrow(`database ${name} belongs to another stack or resource`)
     const second = ctx({ config, resourceUuid: '00000000-0000-4000-8000-000000000002' })
     const taken = await db.create(second, props)
     const state = (o: typeof out) => ({ physicalId: o.physicalId ?? null, properties: props, attributes: o.attributes ?? {}, data: {} })
@@ -151,6 +299,43 @@ describe('Kiln::Postgres::Database', () => {
     await db.delete(second, state(taken))
     expect(await exists()).toBe(0)
     expect((await admin.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [name])).rowCount).toBe(0)
+    expect((await records.pool.query(`SELECT 1 FROM outside_object WHERE key = $1`, [name])).rowCount).toBe(0)
     await admin.end()
+  })
+
+  test("a role or database Kiln did not create is never altered or dropped, and a tenant role's password never reaches the server", async () => {
+    const { inject } = await import('vitest')
+    const pg = (await import('pg')).default
+    const { postgresDatabaseResource: db } = await import('../../lib/resources/builtin/postgres-database')
+    const url = inject('adminUrl')
+    const admin = new pg.Client({ connectionString: url })
+    await admin.connect()
+    const operator = `app_reader_${Date.now().toString(36)}`
+    await admin.query(`CREATE ROLE ${operator} LOGIN PASSWORD 'operator-secret' IN ROLE pg_read_all_data`)
+    try {
+      const secret = async () => (await admin.query('SELECT rolpassword FROM pg_authid WHERE rolname = $1', [operator])).rows[0]?.rolpassword as string | undefined
+      const before = await secret()
+      const config = { workspaceDir: os.tmpdir(), targetDatabaseUrl: url }
+      const props = validateProperties(db.properties, { name: operator }).value
+      await expect(db.create(ctx({ config }), props)).rejects.toThrow(`role ${operator} already exists on the server and was not created by Kiln; choose another name`)
+      // its delete (a cleanup by the properties the create started with) leaves the role alone
+      await db.delete(ctx({ config }), { physicalId: null, properties: props, attributes: {}, data: {} })
+      expect(await secret()).toBe(before)
+      expect((await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [operator])).rowCount).toBe(0)
+      expect((await records.pool.query(`SELECT 1 FROM outside_object WHERE key = $1`, [operator])).rowCount).toBe(0)
+
+      // A role Kiln makes gets a SCRAM verifier computed here; the password itself never left Kiln.
+      const name = `kiln_pw_${Date.now().toString(36)}`
+      const own = ctx({ config, resourceName: 'pw' })
+      const out = await db.create(own, validateProperties(db.properties, { name }).value)
+      const stored = (await admin.query('SELECT rolpassword, rolconnlimit, rolinherit FROM pg_authid WHERE rolname = $1', [name])).rows[0]
+      expect(stored.rolpassword).toMatch(/^SCRAM-SHA-256\$4096:[A-Za-z0-9+/=]+\$[A-Za-z0-9+/=]+:[A-Za-z0-9+/=]+$/)
+      expect(stored.rolpassword).not.toContain(out.attributes!.password as string)
+      expect(stored).toMatchObject({ rolconnlimit: 20, rolinherit: false })
+      await db.delete(own, { physicalId: name, properties: {}, attributes: out.attributes!, data: {} })
+    } finally {
+      await admin.query(`DROP ROLE IF EXISTS ${operator}`)
+      await admin.end()
+    }
   })
 })

@@ -1,102 +1,118 @@
 /**
- * Kiln::File: a file in the configured workspace directory.
+ * Kiln::File: a file in the project's own workspace,
+ * `<KILN_WORKSPACE_DIR>/<project id>/<path>`. A tenant's paths cannot leave
+ * it: a path is a plain relative one (no "..", ".", empty names or leading
+ * "/", so one file has one key), and no link is ever followed
+ * (./workspace.ts).
  *
- * Ownership: beside the files, `.kiln/owners/<path>.json` records which
- * resource row (stack, resource name, row uuid) wrote each file. A create
- * refuses a path another stack or resource owns; it takes over a path its
- * own logical resource owns (a replacement row, or a retry after a worker
- * died mid-create). A delete removes the file only while its own row still
- * owns it, so the cleanup of a replaced row never deletes its successor's
- * file. Writes are atomic (temp file + rename), so a reader never sees half a
+ * Ownership lives in Kiln's database (outside_object: kind `file`, scope the
+ * project, key the path), recorded before the file is touched, never beside
+ * the files where a template could write a forged record. A create refuses a
+ * path another stack or resource of the project owns, and a file Kiln did not
+ * write; it takes over a path its own logical resource owns (a replacement
+ * row, or a retry after a worker died mid-create). A delete removes the file
+ * only while its own row still owns it, so the cleanup of a replaced row never
+ * deletes its successor's file, and then removes the directories it left
+ * empty. Writes are atomic (temp file + rename), so a reader never sees half a
  * file and a killed worker never leaves one.
+ *
+ * Size: a file's content is at most MAX_FILE_BYTES (refused when the template
+ * is validated if the content is known then, else when the file is created),
+ * and a project's files together at most its workspace quota
+ * (KILN_WORKSPACE_QUOTA_BYTES, checked when the file is claimed). API
+ * responses show the first SHOWN_CONTENT_BYTES of the content.
  */
-import { createHash, randomUUID } from 'node:crypto'
-import { promises as fs } from 'node:fs'
+import { createHash } from 'node:crypto'
 import path from 'node:path'
-import { ResourceActionError, type ResourceContext, type ResourceState, type ResourceType } from '../types'
+import { DEFAULT_WORKSPACE_QUOTA_BYTES, ResourceActionError, type OutsideRef, type ResourceContext, type ResourceState, type ResourceType } from '../types'
+import { entryAt, projectWorkspace, readAt, removeAt, WorkspaceError, writeAt } from './workspace'
 
-interface Owner {
-  stackId: string
-  resource: string
-  uuid: string
-}
+export const MAX_FILE_BYTES = 1024 * 1024
+const SHOWN_CONTENT_BYTES = 4096
 
-function resolveIn(workspace: string, rel: string): string {
-  const abs = path.resolve(workspace, rel)
-  if (path.isAbsolute(rel) || !abs.startsWith(path.resolve(workspace) + path.sep)) throw new ResourceActionError(`path "${rel}" must stay inside the workspace`)
-  return abs
-}
+/** One name of a path: not "." or "..", no "/" or NUL; at most 255 characters (bytes are checked when writing). */
+const NAME = '(?!\\.\\.?(?:/|$))[^/\\u0000]{1,255}'
 
-const ownerFile = (workspace: string, rel: string) => path.join(workspace, '.kiln', 'owners', `${rel}.json`)
+const fileRef = (ctx: ResourceContext, rel: string): OutsideRef => ({ kind: 'file', scope: ctx.projectId, key: rel })
 
-async function readOwner(workspace: string, rel: string): Promise<Owner | null> {
-  try {
-    return JSON.parse(await fs.readFile(ownerFile(workspace, rel), 'utf8')) as Owner
-  } catch {
-    return null
-  }
-}
-
-async function atomicWrite(workspace: string, target: string, content: string, mode?: number): Promise<void> {
-  const tmpDir = path.join(workspace, '.kiln', 'tmp')
-  await fs.mkdir(tmpDir, { recursive: true })
-  await fs.mkdir(path.dirname(target), { recursive: true })
-  const tmp = path.join(tmpDir, randomUUID())
-  await fs.writeFile(tmp, content, mode !== undefined ? { mode } : {})
-  if (mode !== undefined) await fs.chmod(tmp, mode)
-  await fs.rename(tmp, target)
+/** A workspace error is the user's to read (it names only the relative path). */
+function userError<T>(p: Promise<T>): Promise<T> {
+  return p.catch((err: unknown) => {
+    throw err instanceof WorkspaceError ? new ResourceActionError(err.message) : err
+  })
 }
 
 async function write(ctx: ResourceContext, props: Record<string, unknown>) {
-  const workspace = ctx.config.workspaceDir
+  const ws = projectWorkspace(ctx.config.workspaceDir, ctx.projectId)
   const rel = String(props.path)
-  const abs = resolveIn(workspace, rel)
-  const owner = await readOwner(workspace, rel)
-  if (owner && (owner.stackId !== ctx.stackId || owner.resource !== ctx.resourceName)) {
-    throw new ResourceActionError(`${rel} is managed by resource ${owner.resource} of another stack or resource (${owner.stackId})`)
-  }
-  if (!owner) {
-    const exists = await fs.stat(abs).then(() => true, () => false)
-    if (exists) throw new ResourceActionError(`${rel} already exists and is not managed by Kiln; remove it or choose another path`)
+  const content = Buffer.from(String(props.content ?? ''))
+  if (content.length > MAX_FILE_BYTES) throw new ResourceActionError(`${rel}: the content is ${content.length} bytes; at most ${MAX_FILE_BYTES} are allowed`)
+  const mode = parseInt(String(props.mode ?? '0644'), 8)
+  const ref = fileRef(ctx, rel)
+
+  // A file at the path with no record was not written by Kiln: it is refused before anything is recorded.
+  const [record] = await ctx.objects.find([ref])
+  if (!record && (await userError(entryAt(ws, rel))) !== null) {
+    throw new ResourceActionError(`${rel} already exists and was not written by Kiln; remove it or choose another path`)
   }
   ctx.signal.throwIfAborted()
-  const content = String(props.content ?? '')
-  const mode = parseInt(String(props.mode ?? '0644'), 8)
-  // The ownership record goes first: if the worker dies between the two writes, a retry
-  // (same stack and resource) takes the path over instead of finding an unowned file.
-  await atomicWrite(workspace, ownerFile(workspace, rel), JSON.stringify({ stackId: ctx.stackId, resource: ctx.resourceName, uuid: ctx.resourceUuid } satisfies Owner), 0o600)
-  await atomicWrite(workspace, abs, content, mode)
+  const quota = ctx.config.workspaceQuotaBytes ?? DEFAULT_WORKSPACE_QUOTA_BYTES
+  const claim = await ctx.objects.claim([ref], { sizeBytes: content.length, quotaBytes: quota })
+  switch (claim.outcome) {
+    case 'refused':
+      throw new ResourceActionError(`${rel} belongs to resource ${claim.owner.resourceName} of stack ${claim.owner.stackId}`)
+    case 'busy':
+      throw new ResourceActionError(`${rel} is being deleted by an older version of this resource; try again once that is done`)
+    case 'over_quota':
+      throw new ResourceActionError(
+        `${rel}: ${content.length} bytes would take the project's files to ${claim.usedBytes + content.length} bytes, over its workspace quota of ${claim.limitBytes} bytes (KILN_WORKSPACE_QUOTA_BYTES)`,
+      )
+  }
+  await userError(writeAt(ws, rel, content, mode, `${ctx.resourceUuid}.tmp`))
+  await ctx.objects.settle([ref], content.length)
   return {
     physicalId: rel,
-    attributes: { path: abs, sha256: createHash('sha256').update(content).digest('hex'), size: Buffer.byteLength(content) },
+    attributes: { path: path.join(ws.root, rel), sha256: createHash('sha256').update(content).digest('hex'), size: content.length },
   }
 }
 
 async function remove(ctx: ResourceContext, state: ResourceState): Promise<void> {
   const rel = typeof state.properties.path === 'string' ? state.properties.path : state.physicalId
   if (!rel) return
-  const workspace = ctx.config.workspaceDir
-  const owner = await readOwner(workspace, rel)
-  if (!owner || owner.uuid !== ctx.resourceUuid) return // gone, or a successor owns it now
-  await fs.rm(resolveIn(workspace, rel), { force: true })
-  await fs.rm(ownerFile(workspace, rel), { force: true })
+  const ref = fileRef(ctx, rel)
+  const mine = await ctx.objects.startDelete([ref])
+  if (!mine.length) return // gone, or a successor owns it now
+  const ws = projectWorkspace(ctx.config.workspaceDir, ctx.projectId)
+  const outcome = await userError(removeAt(ws, rel))
+  if (outcome === 'not-followed') ctx.log.warn(`${rel}: a parent directory is a symbolic link now; the file was not removed through it`)
+  await ctx.objects.forget([ref])
 }
 
 export const fileResource: ResourceType = {
   name: 'Kiln::File',
-  description: 'A file in the workspace directory (KILN_WORKSPACE_DIR). Changing the path replaces it; content and mode update in place.',
+  description: "A file in the project's workspace (KILN_WORKSPACE_DIR/<project id>). Changing the path replaces it; content and mode update in place.",
   properties: {
     path: {
       type: 'string',
       required: true,
-      description: 'Path relative to the workspace, e.g. `app/config.json`.',
-      constraints: [{ allowed_pattern: '(?!/)(?!.*(^|/)\\.\\.(/|$))(?!\\.kiln(/|$))[^\\0]+', description: 'a relative path inside the workspace, without ".." and not under .kiln' }, { length: { max: 1024 } }],
+      description: "Path relative to the project's workspace, e.g. `app/config.json`.",
+      constraints: [
+        { allowed_pattern: `${NAME}(?:/${NAME})*`, description: 'a relative path inside the workspace: names separated by single "/", none of them "." or "..", no leading "/"' },
+        { length: { max: 1024 } },
+      ],
     },
-    content: { type: 'string', default: '', updateAllowed: true, description: 'The file content.' },
+    content: {
+      type: 'string',
+      default: '',
+      updateAllowed: true,
+      description: `The file content (at most ${MAX_FILE_BYTES} bytes).`,
+      constraints: [{ bytes: { max: MAX_FILE_BYTES }, description: `the content may be at most ${MAX_FILE_BYTES} bytes` }],
+      shownUpToBytes: SHOWN_CONTENT_BYTES,
+    },
     mode: { type: 'string', default: '0644', updateAllowed: true, constraints: [{ allowed_pattern: '0?[0-7]{3}', description: 'an octal file mode such as 0644' }], description: 'File mode (octal).' },
   },
   attributes: {
-    path: { description: 'Absolute path of the file.', type: 'string' },
+    path: { description: 'Absolute path of the file on the server.', type: 'string' },
     sha256: { description: 'SHA-256 of the content.', type: 'string' },
     size: { description: 'Size in bytes.', type: 'integer' },
   },
@@ -107,8 +123,8 @@ export const fileResource: ResourceType = {
   delete: remove,
   async check(ctx, state) {
     const rel = String(state.properties.path)
-    const content = await fs.readFile(resolveIn(ctx.config.workspaceDir, rel), 'utf8').catch(() => null)
+    const content = await userError(readAt(projectWorkspace(ctx.config.workspaceDir, ctx.projectId), rel))
     if (content === null) throw new ResourceActionError(`${rel} no longer exists`)
-    if (content !== String(state.properties.content ?? '')) throw new ResourceActionError(`${rel} was changed outside Kiln`)
+    if (!content.equals(Buffer.from(String(state.properties.content ?? '')))) throw new ResourceActionError(`${rel} was changed outside Kiln`)
   },
 }

@@ -3,16 +3,45 @@
  * PostgreSQL server KILN_TARGET_DATABASE_URL names (by default Kiln's own
  * server).
  *
- * Ownership lives on the server itself: `COMMENT ON DATABASE` records
- * `kiln:<stack id>:<resource name>:<row uuid>`. A create takes over a database
- * its own logical resource made (a retry after a worker died mid-create, or a
- * replacement row), refuses one anything else made, and a delete drops only
- * what its own row still owns. The password is generated once, stored as a
- * secret attribute and never shown by the API.
+ * Tenant logins reach their own database and nothing else. PostgreSQL lets
+ * every role connect to every database unless told otherwise (CONNECT is
+ * granted to PUBLIC), so with the default target, Kiln's own server, a
+ * tenant's `url` would open Kiln's database: its events, its NOTIFY channels,
+ * its advisory locks, its connections. Kiln keeps the shared server (a second
+ * server by default would double what `npm start` runs and still need all of
+ * this on any server an operator names) and closes every way in:
+ *   - every database made here is `REVOKE ALL ... FROM PUBLIC` (its owner, the
+ *     tenant's role, keeps CONNECT); Kiln's own database is revoked from
+ *     PUBLIC when a worker starts (lib/db/access.ts);
+ *   - each tenant role has a connection limit (KILN_TENANT_CONNECTION_LIMIT),
+ *     NOINHERIT, no other attribute, and is a member of the group
+ *     `kiln_tenants` (without inheriting or assuming it), which the embedded
+ *     cluster's pg_hba.conf lets reach only the database named like the role
+ *     (lib/db/embedded.ts), so the two layers hold each other up;
+ *   - ownership is in Kiln's database (outside_object: `pg_database` and
+ *     `pg_role`, scope the server's host:port), recorded before anything is
+ *     made: never in a catalog comment, which every role reads and the
+ *     database's owner, the tenant, can rewrite.
+ *
+ * A create makes or takes over only what a record says this logical resource
+ * made; a database or role that exists with no record (an operator's, another
+ * application's) is refused, never altered, and never dropped. A delete drops
+ * what its own row's records name, whatever state they are in (a worker killed
+ * mid-create or mid-drop), after ending any statement a dead attempt left
+ * running on the server (its connection is tagged with the object's name), so
+ * a CREATE DATABASE that was still waiting cannot finish after the drop.
+ *
+ * The password is generated once, stored as a secret attribute and sent to the
+ * server only as a SCRAM verifier (./scram.ts), so the server's log never
+ * holds it.
  */
-import { randomBytes } from 'node:crypto'
+import { createHash, randomBytes } from 'node:crypto'
 import pg from 'pg'
-import { ResourceActionError, type ResourceContext, type ResourceState, type ResourceType } from '../types'
+import { DEFAULT_TENANT_CONNECTION_LIMIT, ResourceActionError, type OutsideRef, type ResourceContext, type ResourceState, type ResourceType } from '../types'
+import { scramVerifier } from './scram'
+
+/** The group every tenant role belongs to (pg_hba.conf of the embedded cluster names it). */
+export const TENANT_GROUP = 'kiln_tenants'
 
 const ident = (s: string) => `"${s.replace(/"/g, '""')}"`
 const literal = (s: string) => `'${s.replace(/'/g, "''")}'`
@@ -23,12 +52,33 @@ function defaultName(ctx: ResourceContext): string {
   return `${base}_${ctx.stackId.replace(/-/g, '').slice(0, 8)}`
 }
 
-async function withClient<T>(ctx: ResourceContext, fn: (c: pg.Client) => Promise<T>): Promise<T> {
+const nameOf = (ctx: ResourceContext, props: Record<string, unknown>) => (typeof props.name === 'string' && props.name ? props.name : defaultName(ctx))
+
+/** The server, as records name it: names are unique per server. */
+function serverOf(url: string): string {
+  const u = new URL(url)
+  return `${u.hostname}:${u.port || '5432'}`
+}
+
+function refs(ctx: ResourceContext, name: string): OutsideRef[] {
+  const scope = serverOf(targetUrl(ctx))
+  return [{ kind: 'pg_database', scope, key: name }, { kind: 'pg_role', scope, key: name }]
+}
+
+function targetUrl(ctx: ResourceContext): string {
   const url = ctx.config.targetDatabaseUrl
   if (!url) throw new ResourceActionError('no target PostgreSQL server is configured (KILN_TARGET_DATABASE_URL)')
+  return url
+}
+
+/** application_name of every connection acting on database `name`, so a later attempt can find one a dead worker left. */
+const tagFor = (name: string) => `kiln-pg-${createHash('sha256').update(name).digest('hex').slice(0, 32)}`
+
+async function withClient<T>(ctx: ResourceContext, name: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
+  const url = targetUrl(ctx)
   ctx.signal.throwIfAborted()
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 10_000 })
-  // An abort ends the connection, which makes a running statement fail at once.
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 10_000, application_name: tagFor(name) })
+  // An abort closes the connection; a statement the server is still running is ended by the next attempt (endLeftovers).
   const onAbort = () => void client.end().catch(() => {})
   ctx.signal.addEventListener('abort', onAbort, { once: true })
   try {
@@ -40,14 +90,40 @@ async function withClient<T>(ctx: ResourceContext, fn: (c: pg.Client) => Promise
   }
 }
 
-async function ownerOf(c: pg.Client, db: string): Promise<{ exists: boolean; stackId?: string; resource?: string; uuid?: string }> {
-  const r = await c.query<{ comment: string | null }>(
-    `SELECT shobj_description(d.oid, 'pg_database') AS comment FROM pg_database d WHERE d.datname = $1`,
-    [db],
+/**
+ * End the statements an earlier attempt on `name` left running (a worker
+ * killed, or an action aborted, while its CREATE or DROP DATABASE waited or
+ * copied: the server goes on with it after the client is gone), and wait until
+ * they are over, so what follows sees the server as it will stay.
+ */
+async function endLeftovers(c: pg.Client, name: string): Promise<void> {
+  // PostgreSQL 14+ waits for the backend to exit (up to 10 s); older ones only signal it.
+  const terminate = (await serverVersion(c)) >= 140000 ? 'pg_terminate_backend(pid, 10000)' : 'pg_terminate_backend(pid)'
+  const { rows } = await c.query<{ gone: boolean }>(
+    `SELECT ${terminate} AS gone FROM pg_stat_activity WHERE application_name = $1 AND usename = current_user AND pid <> pg_backend_pid()`,
+    [tagFor(name)],
   )
-  if (!r.rowCount) return { exists: false }
-  const m = /^kiln:([^:]+):(.+):([0-9a-f-]{36})$/.exec(r.rows[0]!.comment ?? '')
-  return m ? { exists: true, stackId: m[1]!, resource: m[2]!, uuid: m[3]! } : { exists: true }
+  if (rows.some((r) => !r.gone)) throw new ResourceActionError(`an earlier attempt on database ${name} is still running on the server; try again`)
+}
+
+async function serverVersion(c: pg.Client): Promise<number> {
+  return Number((await c.query<{ v: string }>(`SELECT current_setting('server_version_num') AS v`)).rows[0]!.v)
+}
+
+async function present(c: pg.Client, name: string): Promise<{ database: boolean; role: boolean }> {
+  const { rows } = await c.query<{ database: boolean; role: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1) AS database, EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1) AS role`,
+    [name],
+  )
+  return rows[0]!
+}
+
+/** The tenants' group: no login, no privileges; members neither inherit nor assume it (PostgreSQL 16+). */
+async function ensureGroup(c: pg.Client): Promise<void> {
+  if ((await c.query(`SELECT 1 FROM pg_roles WHERE rolname = $1`, [TENANT_GROUP])).rowCount) return
+  await c.query(`CREATE ROLE ${ident(TENANT_GROUP)} NOLOGIN`).catch((err: { code?: string }) => {
+    if (err.code !== '42710' && err.code !== '23505') throw err // made by another worker at the same moment
+  })
 }
 
 function urlFor(base: string, db: string, role: string, password: string): string {
@@ -60,38 +136,67 @@ function urlFor(base: string, db: string, role: string, password: string): strin
 }
 
 async function ensure(ctx: ResourceContext, props: Record<string, unknown>, prev?: ResourceState) {
-  const db = typeof props.name === 'string' && props.name ? props.name : defaultName(ctx)
-  const role = db
+  const name = nameOf(ctx, props)
+  const objects = refs(ctx, name)
   const password = (prev?.attributes.password as string | undefined) ?? randomBytes(18).toString('base64url')
-  const limit = Number(props.connection_limit ?? -1)
-  await withClient(ctx, async (c) => {
-    const owner = await ownerOf(c, db)
-    if (owner.exists && (owner.stackId !== ctx.stackId || owner.resource !== ctx.resourceName)) {
-      throw new ResourceActionError(`database ${db} already exists and is not managed by this resource`)
+  const dbLimit = Number(props.connection_limit ?? -1)
+  const roleLimit = ctx.config.tenantConnectionLimit ?? DEFAULT_TENANT_CONNECTION_LIMIT
+  const verifier = await scramVerifier(password)
+  await withClient(ctx, name, async (c) => {
+    const records = await ctx.objects.find(objects)
+    if (records.every((r) => r === null)) {
+      // No record: anything of that name on the server is not Kiln's. Refused before a claim is written.
+      const found = await present(c, name)
+      if (found.database || found.role) {
+        throw new ResourceActionError(`${found.database ? 'database' : 'role'} ${name} already exists on the server and was not created by Kiln; choose another name`)
+      }
     }
-    const roleExists = (await c.query(`SELECT 1 FROM pg_roles WHERE rolname = $1`, [role])).rowCount
-    if (roleExists) await c.query(`ALTER ROLE ${ident(role)} WITH LOGIN PASSWORD ${literal(password)}`)
-    else await c.query(`CREATE ROLE ${ident(role)} WITH LOGIN PASSWORD ${literal(password)}`)
-    if (!owner.exists) await c.query(`CREATE DATABASE ${ident(db)} OWNER ${ident(role)} CONNECTION LIMIT ${limit}`)
-    else await c.query(`ALTER DATABASE ${ident(db)} WITH CONNECTION LIMIT ${limit}`)
-    await c.query(`COMMENT ON DATABASE ${ident(db)} IS ${literal(`kiln:${ctx.stackId}:${ctx.resourceName}:${ctx.resourceUuid}`)}`)
+    const claim = await ctx.objects.claim(objects)
+    if (claim.outcome === 'refused' || claim.outcome === 'busy') {
+      throw new ResourceActionError(
+        claim.outcome === 'busy' ? `database ${name} is being deleted by an older version of this resource; try again once that is done` : `database ${name} belongs to another stack or resource`,
+      )
+    }
+    if (claim.outcome !== 'claimed') throw new ResourceActionError(`database ${name} could not be recorded (${claim.outcome})`)
+    ctx.signal.throwIfAborted()
+    await endLeftovers(c, name)
+    // From here on, whatever exists of that name is this resource's (a record says so).
+    const found = await present(c, name)
+    await ensureGroup(c)
+    const attrs = `LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT NOREPLICATION NOBYPASSRLS CONNECTION LIMIT ${roleLimit} PASSWORD ${literal(verifier)}`
+    await c.query(`${found.role ? 'ALTER' : 'CREATE'} ROLE ${ident(name)} WITH ${attrs}`)
+    // PostgreSQL 16+ can say so per membership: the role neither inherits the group's privileges nor may SET ROLE to it.
+    const options = (await serverVersion(c)) >= 160000 ? ' WITH INHERIT FALSE, SET FALSE' : ''
+    await c.query(`GRANT ${ident(TENANT_GROUP)} TO ${ident(name)}${options}`)
+    if (!found.database) await c.query(`CREATE DATABASE ${ident(name)} OWNER ${ident(name)} CONNECTION LIMIT ${dbLimit}`)
+    else await c.query(`ALTER DATABASE ${ident(name)} WITH CONNECTION LIMIT ${dbLimit}`)
+    // CREATE DATABASE grants CONNECT and TEMPORARY to PUBLIC, whatever the template says; the owner keeps its own.
+    await c.query(`REVOKE ALL ON DATABASE ${ident(name)} FROM PUBLIC`)
+    await ctx.objects.settle(objects)
   })
   return {
-    physicalId: db,
-    attributes: { database: db, role, password, url: urlFor(ctx.config.targetDatabaseUrl!, db, role, password) },
+    physicalId: name,
+    attributes: { database: name, role: name, password, url: urlFor(targetUrl(ctx), name, name, password) },
   }
 }
 
 export const postgresDatabaseResource: ResourceType = {
   name: 'Kiln::Postgres::Database',
-  description: 'A PostgreSQL database and a login role owning it, on the configured target server.',
+  description: 'A PostgreSQL database and a login role owning it, on the configured target server. The role can reach that database only.',
   properties: {
     name: {
       type: 'string',
       description: 'Database (and role) name; default derived from the stack and resource names. A change replaces the database.',
       constraints: [{ allowed_pattern: '[a-z_][a-z0-9_]*', description: 'lower-case letters, digits and _' }, { length: { max: 63 } }],
     },
-    connection_limit: { type: 'integer', default: -1, updateAllowed: true, constraints: [{ range: { min: -1 } }], description: 'Maximum concurrent connections (-1: no limit).' },
+    connection_limit: {
+      type: 'integer',
+      default: -1,
+      updateAllowed: true,
+      // PostgreSQL holds the limit in an int4.
+      constraints: [{ range: { min: -1, max: 2147483647 } }],
+      description: 'Maximum concurrent connections to the database (-1: no limit of its own; the role has KILN_TENANT_CONNECTION_LIMIT).',
+    },
   },
   attributes: {
     database: { description: 'Database name.', type: 'string' },
@@ -102,20 +207,22 @@ export const postgresDatabaseResource: ResourceType = {
   create: (ctx, props) => ensure(ctx, props),
   update: (ctx, props, prev) => ensure(ctx, props, prev),
   async delete(ctx, state) {
-    const db = state.physicalId ?? (state.attributes.database as string | undefined)
-    if (!db) return
-    await withClient(ctx, async (c) => {
-      const owner = await ownerOf(c, db)
-      if (!owner.exists || owner.uuid !== ctx.resourceUuid) return // gone, or a successor owns it now
-      await c.query(`DROP DATABASE IF EXISTS ${ident(db)} WITH (FORCE)`)
-      await c.query(`DROP ROLE IF EXISTS ${ident(db)}`)
+    // A create that stored nothing deletes by the properties it started with (state.properties).
+    const name = state.physicalId ?? (state.attributes.database as string | undefined) ?? nameOf(ctx, state.properties)
+    const mine = await ctx.objects.startDelete(refs(ctx, name))
+    if (!mine.length) return // never recorded, gone, or a successor owns it now
+    await withClient(ctx, name, async (c) => {
+      await endLeftovers(c, name)
+      if (mine.some((r) => r.kind === 'pg_database')) await c.query(`DROP DATABASE IF EXISTS ${ident(name)} WITH (FORCE)`)
+      if (mine.some((r) => r.kind === 'pg_role')) await c.query(`DROP ROLE IF EXISTS ${ident(name)}`)
     })
+    await ctx.objects.forget(mine)
   },
   async check(ctx, state) {
-    const db = state.physicalId
-    if (!db) throw new ResourceActionError('the database was never created')
-    await withClient(ctx, async (c) => {
-      if (!(await ownerOf(c, db)).exists) throw new ResourceActionError(`database ${db} no longer exists`)
+    const name = state.physicalId
+    if (!name) throw new ResourceActionError('the database was never created')
+    await withClient(ctx, name, async (c) => {
+      if (!(await present(c, name)).database) throw new ResourceActionError(`database ${name} no longer exists`)
     })
   },
 }

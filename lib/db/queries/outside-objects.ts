@@ -1,0 +1,138 @@
+/**
+ * Records of objects outside Kiln that resources made or are making (table
+ * outside_object; the contract is in lib/resources/types.ts). Each call is one
+ * short transaction, committed before the caller touches the outside world.
+ */
+import type pg from 'pg'
+import type { OutsideObjectStore } from '../../engine/ports'
+import type { ClaimOutcome, OutsideOwner, OutsideRecord, OutsideRef } from '../../resources/types'
+import { withTransaction, type Queryable } from '../client'
+
+/** Advisory lock class of a project's workspace quota ('KOBJ'); events use 'KILN' (10_events.sql). */
+const QUOTA_LOCK_CLASS = 0x4b4f424a
+
+type Raw = Record<string, unknown>
+
+function toRecord(r: Raw): OutsideRecord {
+  return {
+    kind: r.kind as OutsideRecord['kind'],
+    scope: String(r.scope),
+    key: String(r.key),
+    projectId: String(r.project_id),
+    stackId: String(r.stack_id),
+    resourceName: String(r.resource_name),
+    resourceUuid: String(r.resource_uuid),
+    state: r.state as OutsideRecord['state'],
+    sizeBytes: Number(r.size_bytes),
+  }
+}
+
+/** Refs as three parallel arrays, for `unnest`; sorted, so that concurrent claims lock records in one order. */
+function columns(refs: OutsideRef[]): [string[], string[], string[]] {
+  const sorted = [...refs].sort((a, b) => a.kind.localeCompare(b.kind) || a.scope.localeCompare(b.scope) || a.key.localeCompare(b.key))
+  return [sorted.map((r) => r.kind), sorted.map((r) => r.scope), sorted.map((r) => r.key)]
+}
+
+const REFS = `(kind, scope, key) IN (SELECT * FROM unnest($1::text[], $2::text[], $3::text[]))`
+
+/** A claim that must record nothing: rolls its transaction back and carries the answer out. */
+class Refusal extends Error {
+  constructor(readonly outcome: ClaimOutcome) {
+    super(outcome.outcome)
+  }
+}
+
+async function claimOne(c: Queryable, owner: OutsideOwner, ref: OutsideRef, sizeBytes: number): Promise<OutsideRecord | null> {
+  // Insert, or else lock what is there; a record deleted between the two is inserted on the next turn.
+  for (;;) {
+    const inserted = await c.query(
+      `INSERT INTO outside_object (kind, scope, key, project_id, stack_id, resource_name, resource_uuid, state, size_bytes)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, 'creating', $8) ON CONFLICT (kind, scope, key) DO NOTHING RETURNING id`,
+      [ref.kind, ref.scope, ref.key, owner.projectId, owner.stackId, owner.resourceName, owner.resourceUuid, sizeBytes],
+    )
+    if (inserted.rowCount) return null
+    const { rows } = await c.query(
+      `SELECT o.*, EXISTS (SELECT 1 FROM resource r WHERE r.uuid = o.resource_uuid AND r.engine_id IS NOT NULL AND r.lease_expires_at > now()) AS busy
+         FROM outside_object o WHERE kind = $1 AND scope = $2 AND key = $3 FOR UPDATE OF o`,
+      [ref.kind, ref.scope, ref.key],
+    )
+    const row = rows[0] as Raw | undefined
+    if (!row) continue
+    const rec = toRecord(row)
+    // Only the logical resource that made it may take it over (a replacement row, a retry).
+    if (rec.stackId !== owner.stackId || rec.resourceName !== owner.resourceName) throw new Refusal({ outcome: 'refused', ref, owner: rec })
+    if (rec.resourceUuid !== owner.resourceUuid && row.busy === true) throw new Refusal({ outcome: 'busy', ref, owner: rec })
+    await c.query(
+      `UPDATE outside_object SET resource_uuid = $2, state = 'creating', size_bytes = greatest(size_bytes, $3), updated_at = now() WHERE id = $1`,
+      [row.id, owner.resourceUuid, sizeBytes],
+    )
+    return rec
+  }
+}
+
+export async function claimOutside(pool: pg.Pool, owner: OutsideOwner, refs: OutsideRef[], opts: { sizeBytes?: number; quotaBytes?: number } = {}): Promise<ClaimOutcome> {
+  const size = opts.sizeBytes ?? 0
+  try {
+    return await withTransaction(pool, async (c) => {
+      const quota = opts.quotaBytes
+      const scope = refs[0]?.scope
+      // One claim at a time per project for files under a quota: two concurrent writes must not both fit.
+      if (quota !== undefined && scope !== undefined) await c.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [QUOTA_LOCK_CLASS, scope])
+      const previous = new Map<OutsideRef, OutsideRecord | null>()
+      const [kinds, scopes, keys] = columns(refs)
+      for (let i = 0; i < kinds.length; i++) {
+        const ref = refs.find((r) => r.kind === kinds[i] && r.scope === scopes[i] && r.key === keys[i])!
+        previous.set(ref, await claimOne(c, owner, ref, size))
+      }
+      if (quota !== undefined && scope !== undefined) {
+        const { rows } = await c.query(
+          `SELECT coalesce(sum(size_bytes) FILTER (WHERE NOT ${REFS}), 0)::bigint AS others FROM outside_object WHERE kind = 'file' AND scope = $4`,
+          [kinds, scopes, keys, scope],
+        )
+        const others = Number(rows[0].others)
+        if (others + size > quota) throw new Refusal({ outcome: 'over_quota', usedBytes: others, limitBytes: quota })
+      }
+      return { outcome: 'claimed' as const, previous: refs.map((r) => previous.get(r) ?? null) }
+    })
+  } catch (err) {
+    if (err instanceof Refusal) return err.outcome
+    throw err
+  }
+}
+
+export async function findOutside(db: Queryable, refs: OutsideRef[]): Promise<(OutsideRecord | null)[]> {
+  const { rows } = await db.query(`SELECT * FROM outside_object WHERE ${REFS}`, columns(refs))
+  const found = (rows as Raw[]).map(toRecord)
+  return refs.map((r) => found.find((f) => f.kind === r.kind && f.scope === r.scope && f.key === r.key) ?? null)
+}
+
+export async function settleOutside(db: Queryable, owner: OutsideOwner, refs: OutsideRef[], sizeBytes?: number): Promise<void> {
+  await db.query(
+    `UPDATE outside_object SET state = 'present', size_bytes = coalesce($5, size_bytes), updated_at = now() WHERE ${REFS} AND resource_uuid = $4`,
+    [...columns(refs), owner.resourceUuid, sizeBytes ?? null],
+  )
+}
+
+export async function startDeleteOutside(db: Queryable, owner: OutsideOwner, refs: OutsideRef[]): Promise<OutsideRef[]> {
+  const { rows } = await db.query(
+    `UPDATE outside_object SET state = 'deleting', updated_at = now() WHERE ${REFS} AND resource_uuid = $4 RETURNING kind, scope, key`,
+    [...columns(refs), owner.resourceUuid],
+  )
+  const mine = rows as OutsideRef[]
+  return refs.filter((r) => mine.some((m) => m.kind === r.kind && m.scope === r.scope && m.key === r.key))
+}
+
+export async function forgetOutside(db: Queryable, owner: OutsideOwner, refs: OutsideRef[]): Promise<void> {
+  await db.query(`DELETE FROM outside_object WHERE ${REFS} AND resource_uuid = $4`, [...columns(refs), owner.resourceUuid])
+}
+
+/** The store's port (lib/engine/ports.ts). */
+export function outsideObjectStore(pool: pg.Pool, retry: <T>(what: string, fn: () => Promise<T>) => Promise<T>): OutsideObjectStore {
+  return {
+    claim: (owner, refs, opts) => retry('claim outside object', () => claimOutside(pool, owner, refs, opts)),
+    find: (refs) => retry('find outside object', () => findOutside(pool, refs)),
+    settle: (owner, refs, size) => retry('settle outside object', () => settleOutside(pool, owner, refs, size)),
+    startDelete: (owner, refs) => retry('delete outside object', () => startDeleteOutside(pool, owner, refs)),
+    forget: (owner, refs) => retry('forget outside object', () => forgetOutside(pool, owner, refs)),
+  }
+}
