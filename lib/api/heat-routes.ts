@@ -2,9 +2,9 @@
  * Heat's Orchestration API v1 (`/v1/{project_id}/...`), enough of it that
  * python-heatclient and python-openstackclient work unchanged: field names,
  * `<ACTION>_<STATUS>` strings, ISO times without fractions, the
- * `/stacks/{name}` redirect, 202 for an update while IN_PROGRESS, and Heat's
- * error body (`{"code", "title", "explanation", "error": {"type", "message"}}`).
- * Every handler goes through the same service layer as Kiln's own API.
+ * `/stacks/{name}` redirect (to the configured public URL), 202 for an update
+ * while IN_PROGRESS, and Heat's error body (heat-errors.ts). Every handler goes
+ * through the same service layer as Kiln's own API.
  */
 import { describeType } from '../resources/registry'
 import type { Principal } from '../services/accounts'
