@@ -39,11 +39,20 @@ export function toNodeHandler(handle: (req: Request, client: ClientInfo) => Prom
       // a 400 in the API's own format, which repeats nothing of the request.
       if (res.headersSent) return void res.end()
       const message = 'the request cannot be read: its Host header and path do not make a URL'
-      const body = (req.url ?? '').startsWith('/v1/')
+      const body = isHeatPath(req.url ?? '/')
         ? await heatError(new HttpError(400, 'bad_request', message), () => {}).text()
         : JSON.stringify({ error: { code: 'bad_request', message } })
       res.writeHead(400, { 'content-type': 'application/json; charset=utf-8', ...API_SECURITY_HEADERS, ...(req.complete ? {} : { connection: 'close' }) })
       res.end(body)
     }
+  }
+}
+
+/** Whether a request path addresses the Heat API once its dot segments are resolved, as the API itself reads it. */
+function isHeatPath(path: string): boolean {
+  try {
+    return new URL(`http://kiln.invalid${path}`).pathname.startsWith('/v1/')
+  } catch {
+    return false
   }
 }
