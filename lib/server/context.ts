@@ -48,11 +48,8 @@ export function appContext(): AppContext {
   const accounts = createAccountService(db.pool)
   const failedAttempts = failedAttemptLimit({ perMinute: e.KILN_AUTH_FAILURES_PER_MINUTE, log })
   let publicUrl = publicUrlFrom(e, e.PORT)
-  const deps: ApiDeps = {
-    db, stacks, reads, accounts, registry, log, failedAttempts,
-    maxBodyBytes: e.KILN_MAX_BODY_BYTES, limits: limitsFrom(e), leaseMs: e.KILN_LEASE_MS, secureCookies: e.KILN_SECURE_COOKIES,
-    publicUrl: () => publicUrl,
-  }
+  const deps: ApiDeps = { db, stacks, reads, accounts, registry, log, failedAttempts, maxBodyBytes: e.KILN_MAX_BODY_BYTES, limits: limitsFrom(e), leaseMs: e.KILN_LEASE_MS, secureCookies: e.KILN_SECURE_COOKIES, publicUrl: () => publicUrl }
+  // PORT=0 binds a port chosen by the system: the default public URL names the one bound.
   const listening = (port: number) => (publicUrl = publicUrlFrom(e, port))
   const ctx: AppContext = { env: e, db, registry, stacks, reads, accounts, log, api: createApi(deps), failedAttempts, listening }
   g[KEY] = ctx
