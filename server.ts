@@ -11,6 +11,8 @@ import next from 'next'
 import { appContext } from './lib/server/context'
 import { toNodeHandler } from './lib/api/node-adapter'
 import { attachRealtime } from './lib/server/realtime'
+import { newNonce, pagePolicy, pageSecurityHeaders } from './lib/server/security-headers'
+import { publicUrlFrom } from './lib/config'
 
 async function main() {
   const ctx = appContext()
@@ -25,16 +27,22 @@ async function main() {
   const api = toNodeHandler(ctx.api)
   const httpServer = createServer((req, res) => {
     const path = req.url ?? '/'
-    if (path.startsWith('/api/') || path.startsWith('/v1/') || path === '/v1') void api(req, res)
-    else void handle(req, res)
+    if (path.startsWith('/api/') || path.startsWith('/v1/') || path === '/v1') return void api(req, res)
+    // A page's scripts run by this request's nonce: Next reads it from the request's policy header
+    // and puts it on every script it renders (lib/server/security-headers.ts). A client's own header is replaced.
+    const policy = pagePolicy(newNonce(), dev)
+    req.headers['content-security-policy'] = policy
+    for (const [k, v] of Object.entries(pageSecurityHeaders(policy))) res.setHeader(k, v)
+    void handle(req, res)
   })
-  const realtime = attachRealtime(httpServer, { url: ctx.db.url, pool: ctx.db.pool, log })
+  const realtime = attachRealtime(httpServer, { url: ctx.db.url, pool: ctx.db.pool, log, failedAttempts: ctx.failedAttempts })
 
   await new Promise<void>((resolve) => httpServer.listen(e.PORT, e.HOST, resolve))
   // PORT=0 (tests) picks a free port: report the one actually bound.
   const bound = (httpServer.address() as import('node:net').AddressInfo | null)?.port ?? e.PORT
-  const url = `http://${e.HOST === '0.0.0.0' ? '127.0.0.1' : e.HOST}:${bound}`
-  log.info(`web server listening on ${url} (${dev ? 'development' : 'production'})`)
+  const url = publicUrlFrom({ ...e, KILN_PUBLIC_URL: undefined }, bound)
+  const publicUrl = ctx.listening(bound)
+  log.info(`web server listening on ${url}${publicUrl !== url ? `, reached at ${publicUrl}` : ''} (${dev ? 'development' : 'production'})`)
   process.send?.({ kind: 'ready', url })
 
   let stopping = false

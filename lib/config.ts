@@ -19,3 +19,13 @@ export function typeConfigFrom(e: Env, databaseUrl: string): ResourceTypeConfig 
     tenantConnectionLimit: e.KILN_TENANT_CONNECTION_LIMIT,
   }
 }
+
+/**
+ * The URL clients reach Kiln at: KILN_PUBLIC_URL, or http://HOST:port with the
+ * port actually bound (PORT=0 picks one) and a wildcard HOST read as loopback.
+ */
+export function publicUrlFrom(e: Env, boundPort: number): string {
+  if (e.KILN_PUBLIC_URL) return e.KILN_PUBLIC_URL
+  const host = e.HOST === '0.0.0.0' ? '127.0.0.1' : e.HOST === '::' ? '::1' : e.HOST
+  return `http://${host.includes(':') ? `[${host}]` : host}:${boundPort}`
+}

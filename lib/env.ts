@@ -97,6 +97,19 @@ const EnvSchema = z.object({
   KILN_DEFAULT_TIMEOUT_MINS: int(60),
   /** Mark the session cookie `Secure` (serve Kiln behind https). */
   KILN_SECURE_COOKIES: bool(false),
+  /**
+   * The URL clients reach Kiln at: Heat's redirects and links name it (never the request's Host header).
+   * Default: http://<HOST>:<port bound> (127.0.0.1 for HOST=0.0.0.0); set it when clients use another name.
+   */
+  KILN_PUBLIC_URL: z
+    .string()
+    .trim()
+    .url()
+    .refine((v) => /^https?:\/\/[^/?#]+(\/[^?#]*)?$/i.test(v), 'must be an http:// or https:// URL without a query or fragment')
+    .transform((v) => v.replace(/\/+$/, ''))
+    .optional(),
+  /** Failed credential attempts a client address may make per minute (per web process) before it is answered 429. */
+  KILN_AUTH_FAILURES_PER_MINUTE: int(30).refine((v) => v >= 1, 'must be at least 1'),
   /** CLI: the Kiln server to talk to (`--url` overrides); default http://127.0.0.1:3000. */
   KILN_URL: z.string().trim().url().optional(),
   /** CLI: the API token to send (`--token` overrides). */

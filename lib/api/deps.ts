@@ -1,4 +1,5 @@
 /** What the API handlers need; built once per process (lib/server/context.ts) or per test. */
+import type { FailedAttemptLimit } from '../auth/failed-attempts'
 import type { Db } from '../db/client'
 import type { Logger } from '../logger'
 import type { Registry } from '../resources/registry'
@@ -20,6 +21,10 @@ export interface ApiDeps {
   leaseMs: number
   /** Session cookies get `Secure` when the site is served over https. */
   secureCookies: boolean
+  /** Failed credential attempts per client address (shared with the Socket.IO handshake). */
+  failedAttempts: FailedAttemptLimit
+  /** The URL clients reach Kiln at, without a trailing slash (Heat's redirects and links). */
+  publicUrl: () => string
 }
 
 export const actorOf = (p: Principal): Actor => ({ projectId: p.projectId, name: p.tokenName })

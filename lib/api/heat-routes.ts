@@ -2,37 +2,17 @@
  * Heat's Orchestration API v1 (`/v1/{project_id}/...`), enough of it that
  * python-heatclient and python-openstackclient work unchanged: field names,
  * `<ACTION>_<STATUS>` strings, ISO times without fractions, the
- * `/stacks/{name}` redirect, 202 for an update while IN_PROGRESS, and Heat's
- * error body (`{"code", "title", "explanation", "error": {"type", "message"}}`).
- * Every handler goes through the same service layer as Kiln's own API.
+ * `/stacks/{name}` redirect (to the configured public URL), 202 for an update
+ * while IN_PROGRESS, and Heat's error body (heat-errors.ts). Every handler goes
+ * through the same service layer as Kiln's own API.
  */
 import { describeType } from '../resources/registry'
 import type { Principal } from '../services/accounts'
-import { DomainError } from '../services/errors'
 import type { PreviewItem } from '../services/preview'
 import { MASK } from '../services/reads'
 import { actorOf, type ApiDeps } from './deps'
 import { HttpError, intParam, json, Router, type RouteContext } from './http'
 import { validateLeniently } from './kiln-routes'
-
-const TITLES: Record<number, [string, string]> = {
-  400: ['Bad Request', 'HTTPBadRequest'],
-  401: ['Unauthorized', 'HTTPUnauthorized'],
-  403: ['Forbidden', 'Forbidden'],
-  404: ['Not Found', 'EntityNotFound'],
-  409: ['Conflict', 'ActionInProgress'],
-  413: ['Request Entity Too Large', 'RequestLimitExceeded'],
-  415: ['Unsupported Media Type', 'HTTPUnsupportedMediaType'],
-}
-
-/** Heat's error body (heat/api/middleware/fault.py), which heatclient parses. */
-export function heatError(err: unknown): Response | null {
-  const status = err instanceof HttpError || err instanceof DomainError ? err.status : null
-  if (status === null) return null
-  const [title, type] = TITLES[status] ?? ['Error', 'Error']
-  const message = err instanceof Error ? err.message : String(err)
-  return json({ code: status, title, explanation: message, error: { type, message, traceback: null } }, status)
-}
 
 const heatTime = (iso: string | null) => (iso ? iso.replace(/\.\d+Z$/, 'Z') : null)
 const HEAT_TYPES: Record<string, string> = { string: 'String', number: 'Number', boolean: 'Boolean', json: 'Json', comma_delimited_list: 'CommaDelimitedList' }
@@ -40,7 +20,8 @@ const HEAT_TYPES: Record<string, string> = { string: 'String', number: 'Number',
 type Ctx = RouteContext<Principal>
 
 export function heatRoutes(d: ApiDeps, router: Router<Principal>): void {
-  const base = (c: Ctx) => `${c.url.origin}/v1/${c.params.project}`
+  // Links and redirects name the configured public URL, never the request's Host header (which the client chooses).
+  const base = (c: Ctx) => `${d.publicUrl()}/v1/${c.params.project}`
   const stackLink = (c: Ctx, s: { id: string; name: string }) => `${base(c)}/stacks/${encodeURIComponent(s.name)}/${s.id}`
 
   /** The URL's project must be the token's (by id or name). */

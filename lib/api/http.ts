@@ -15,9 +15,21 @@ export class HttpError extends Error {
     readonly code: string,
     message: string,
     readonly extra: Record<string, unknown> = {},
+    /** Response headers that go with this error (Allow, Retry-After). */
+    readonly headers: Record<string, string> = {},
   ) {
     super(message)
   }
+}
+
+/** The client's address ran out of failed credential attempts (lib/auth/failed-attempts.ts). */
+export const tooManyAttempts = (retryAfter: number) =>
+  new HttpError(429, 'too_many_requests', `too many failed authentication attempts from this address; retry in ${retryAfter} s`, { retryAfter }, { 'retry-after': String(retryAfter) })
+
+/** Who sent a request, as the HTTP server saw it (a Request does not carry it). */
+export interface ClientInfo {
+  /** The peer's IP address. */
+  address?: string
 }
 
 /** The session cookie's value; null when absent or not decodable (a forged or mangled cookie is no credential). */
@@ -38,6 +50,7 @@ export interface RouteContext<P = unknown> {
   url: URL
   params: Record<string, string>
   principal: P
+  client: ClientInfo
   /** Read and parse the JSON body (size-limited); throws a 400 naming the problem. */
   json(): Promise<unknown>
 }
@@ -201,13 +214,16 @@ export function clientInputError(err: unknown): HttpError | null {
   return null
 }
 
-/** Turn any thrown value into a response (the only place errors become HTTP). */
+/** What a 5xx says: the details (a stack trace, server paths) go to the server log only. */
+export const INTERNAL_MESSAGE = 'internal error; the details are in the server log'
+
+/** Turn any thrown value into a Kiln API response (the only place errors become HTTP for /api). */
 export function errorResponse(err: unknown, onUnexpected: (err: unknown) => void): Response {
   err = clientInputError(err) ?? err
-  if (err instanceof HttpError) return json({ error: { code: err.code, message: err.message, ...err.extra } }, err.status)
+  if (err instanceof HttpError) return json({ error: { code: err.code, message: err.message, ...err.extra } }, err.status, err.headers)
   if (err instanceof DomainError) return json(err.body(), err.status)
   onUnexpected(err)
-  return json({ error: { code: 'internal', message: 'internal error; the details are in the server log' } }, 500)
+  return json({ error: { code: 'internal', message: INTERNAL_MESSAGE } }, 500)
 }
 
 export const intParam = (v: string | null, def: number, min: number, max: number, name: string): number => {

@@ -5,12 +5,12 @@
 import { z } from 'zod'
 import { describeType } from '../resources/registry'
 import type { Principal } from '../services/accounts'
-import { health } from '../services/health'
+import { health, liveness } from '../services/health'
 import { checkSubmission } from '../services/templates'
 import { typeCatalog } from '../resources/registry'
-import { ValidationError } from '../services/errors'
+import { ForbiddenError, ValidationError } from '../services/errors'
 import { actorOf, type ApiDeps } from './deps'
-import { HttpError, intParam, json, parse, Router, sessionCookie } from './http'
+import { HttpError, intParam, json, parse, Router, sessionCookie, tooManyAttempts } from './http'
 import { openApiDocument } from './openapi'
 import { CancelBody, CreateBody, LoginBody, ProjectBody, TokenBody, UpdateBody, ValidateBody } from './schemas'
 
@@ -21,17 +21,28 @@ export function kilnRoutes(d: ApiDeps, router: Router<Principal>): void {
     json({ stack: res.stack, action: res.action, traversalId: res.traversalId, superseded: res.superseded }, status)
 
   router
+    // Public: up or down, nothing about the machine. The details (hosts, pids, versions) are for admins.
     .add('GET', '/api/health', async () => {
+      const status = await liveness(d.db)
+      return json({ status }, status === 'up' ? 200 : 503)
+    }, { public: true })
+    .add('GET', '/api/health/details', async (c) => {
+      if (c.principal.role !== 'admin') throw new ForbiddenError('the health details are for admin tokens')
       const h = await health(d.db, d.leaseMs)
       return json(h, h.status === 'down' ? 503 : 200)
-    }, { public: true })
+    })
     .add('GET', '/api/openapi.json', () => json(openApiDocument()), { public: true })
 
     // ---- session (browser login) ----
     .add('POST', '/api/session', async (c) => {
       const body = parse(LoginBody, await c.json())
+      const wait = await d.failedAttempts.retryAfter(c.client.address)
+      if (wait) throw tooManyAttempts(wait)
       const s = await d.accounts.login(body.token)
-      if (!s) throw new HttpError(401, 'unauthorized', 'the token is unknown, revoked or expired')
+      if (!s) {
+        await d.failedAttempts.failed(c.client.address)
+        throw new HttpError(401, 'unauthorized', 'the token is unknown, revoked or expired')
+      }
       const cookie = [`kiln_session=${s.cookie}`, 'Path=/', 'HttpOnly', 'SameSite=Strict', `Expires=${s.expiresAt.toUTCString()}`, ...(d.secureCookies ? ['Secure'] : [])].join('; ')
       return json({ project: { id: s.principal.projectId, name: s.principal.projectName }, name: s.principal.tokenName, csrfToken: s.csrfToken }, 200, { 'set-cookie': cookie })
     }, { public: true })

@@ -1,8 +1,11 @@
 /** Serving a `(Request) => Response` handler from Node's http server (the custom server and tests). */
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { Readable } from 'node:stream'
+import { API_SECURITY_HEADERS } from '../server/security-headers'
+import { heatError } from './heat-errors'
+import { HttpError, type ClientInfo } from './http'
 
-export function toNodeHandler(handle: (req: Request) => Promise<Response>, opts: { trustProxy?: boolean } = {}) {
+export function toNodeHandler(handle: (req: Request, client: ClientInfo) => Promise<Response>, opts: { trustProxy?: boolean } = {}) {
   return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     try {
       const proto = opts.trustProxy && req.headers['x-forwarded-proto'] === 'https' ? 'https' : 'http'
@@ -18,7 +21,7 @@ export function toNodeHandler(handle: (req: Request) => Promise<Response>, opts:
         headers,
         ...(hasBody ? { body: Readable.toWeb(req) as ReadableStream, duplex: 'half' } : {}),
       } as RequestInit)
-      const response = await handle(request)
+      const response = await handle(request, { address: req.socket.remoteAddress })
       const out: Record<string, string | string[]> = {}
       response.headers.forEach((v, k) => {
         out[k] = k === 'set-cookie' ? [...((out[k] as string[] | undefined) ?? []), v] : v
@@ -31,9 +34,25 @@ export function toNodeHandler(handle: (req: Request) => Promise<Response>, opts:
         const buf = Buffer.from(await response.arrayBuffer())
         res.end(buf)
       } else res.end()
-    } catch (err) {
-      if (!res.headersSent) res.writeHead(400, { 'content-type': 'application/json', ...(req.complete ? {} : { connection: 'close' }) })
-      res.end(JSON.stringify({ error: { code: 'bad_request', message: (err as Error).message } }))
+    } catch {
+      // A request Node accepted but a Request cannot hold (a Host header that makes no URL, or one with credentials):
+      // a 400 in the API's own format, which repeats nothing of the request.
+      if (res.headersSent) return void res.end()
+      const message = 'the request cannot be read: its Host header and path do not make a URL'
+      const body = isHeatPath(req.url ?? '/')
+        ? await heatError(new HttpError(400, 'bad_request', message), () => {}).text()
+        : JSON.stringify({ error: { code: 'bad_request', message } })
+      res.writeHead(400, { 'content-type': 'application/json; charset=utf-8', ...API_SECURITY_HEADERS, ...(req.complete ? {} : { connection: 'close' }) })
+      res.end(body)
     }
+  }
+}
+
+/** Whether a request path addresses the Heat API once its dot segments are resolved, as the API itself reads it. */
+function isHeatPath(path: string): boolean {
+  try {
+    return new URL(`http://kiln.invalid${path}`).pathname.startsWith('/v1/')
+  } catch {
+    return false
   }
 }

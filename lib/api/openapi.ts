@@ -21,7 +21,8 @@ let cached: Record<string, unknown> | null = null
 export function openApiDocument(): Record<string, unknown> {
   if (cached) return cached
   const ops: Op[] = [
-    { method: 'get', path: '/api/health', summary: 'Database, migrations and live workers', ok: 200, public: true },
+    { method: 'get', path: '/api/health', summary: 'Up (200) or down (503); nothing more', ok: 200, public: true },
+    { method: 'get', path: '/api/health/details', summary: 'Database, migrations and live workers (admin tokens only)', ok: 200 },
     { method: 'get', path: '/api/openapi.json', summary: 'This document', ok: 200, public: true },
     { method: 'post', path: '/api/session', summary: 'Log in with a token: sets the session cookie, returns the CSRF token', body: s.LoginBody, ok: 200, public: true },
     { method: 'get', path: '/api/session', summary: 'Who am I (and the CSRF token of a browser session)', ok: 200 },
@@ -64,6 +65,8 @@ export function openApiDocument(): Record<string, unknown> {
         [String(op.ok)]: { description: 'success' },
         '400': { $ref: '#/components/responses/Error' },
         ...(op.public ? {} : { '401': { $ref: '#/components/responses/Error' }, '404': { $ref: '#/components/responses/Error' } }),
+        // Too many failed token attempts from the client's address (the login form counts too); Retry-After says when to try again.
+        ...(op.public && op.path !== '/api/session' ? {} : { '429': { $ref: '#/components/responses/Error' } }),
       },
     }
   }

@@ -21,6 +21,8 @@ export interface TokenPrincipal {
   projectId: string
   projectName: string
   role: string
+  /** When the token stops working by itself (null: never). */
+  expiresAt: Date | null
 }
 
 /** The principal of a live (not revoked, not expired) token, or null. */
@@ -29,11 +31,11 @@ export async function verifyToken(pool: Pick<pg.Pool, 'query'>, secret: string):
   const { rows } = await pool.query(
     `UPDATE api_token t SET last_used_at = now() FROM project p
       WHERE t.token_hash = $1 AND p.id = t.project_id AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > now())
-      RETURNING t.id, t.name, t.role, p.id AS project_id, p.name AS project_name`,
+      RETURNING t.id, t.name, t.role, t.expires_at, p.id AS project_id, p.name AS project_name`,
     [hashToken(secret)],
   )
   const r = rows[0]
-  return r ? { tokenId: r.id, tokenName: r.name, projectId: r.project_id, projectName: r.project_name, role: r.role } : null
+  return r ? { tokenId: r.id, tokenName: r.name, projectId: r.project_id, projectName: r.project_name, role: r.role, expiresAt: r.expires_at ? new Date(r.expires_at) : null } : null
 }
 
 export interface CreatedToken {

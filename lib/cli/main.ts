@@ -13,6 +13,7 @@ import { Command, Option } from 'commander'
 import { parseEnv } from '../env'
 import { ApiError, KilnClient } from './client'
 import { table } from './render'
+import { jsonSafe, terminalSafe } from './terminal-safe'
 import { eventHead, watchStack } from './watch'
 
 /** The command definitions; `run` parses. Exported so `npm run docs` can describe them without running. */
@@ -37,7 +38,7 @@ function client(): KilnClient {
 const json = () => program.opts<{ json: boolean }>().json
 
 function fail(message: string, code = 2): never {
-  process.stderr.write(`kiln: ${message}\n`)
+  process.stderr.write(`kiln: ${terminalSafe(message)}\n`)
   process.exit(code)
 }
 
@@ -70,15 +71,16 @@ function submission(o: { template?: string; environment?: string; parameter?: st
   }
 }
 
+/** Everything printed came (at least in part) from the server: never raw on the terminal. */
 function print(value: unknown, human: () => string) {
-  process.stdout.write((json() ? JSON.stringify(value, null, 2) : human()) + '\n')
+  process.stdout.write((json() ? jsonSafe(JSON.stringify(value, null, 2)) : terminalSafe(human())) + '\n')
 }
 
 /** Follow an operation to its end; exit 1 when it ends FAILED. */
 async function follow(c: KilnClient, stackId: string, after: number) {
   const end = await watchStack(c, stackId, { after, json: json(), out: process.stdout, err: process.stderr })
-  if (json()) process.stdout.write(JSON.stringify({ result: end }) + '\n')
-  else process.stdout.write(`${end.action}_${end.status}: ${end.reason}\n`)
+  if (json()) process.stdout.write(jsonSafe(JSON.stringify({ result: end })) + '\n')
+  else process.stdout.write(terminalSafe(`${end.action}_${end.status}: ${end.reason}`) + '\n')
   if (end.status === 'FAILED') process.exit(1)
 }
 
@@ -223,7 +225,7 @@ stack
   .action(async (ref, o) => {
     const body = await client().request<string>('GET', `/api/stacks/${encodeURIComponent(ref)}/traversals/${o.traversal}/graph?format=${o.format}`, undefined, true)
     if (o.output) fs.writeFileSync(o.output, body)
-    else process.stdout.write(body.endsWith('\n') ? body : body + '\n')
+    else process.stdout.write(terminalSafe(body.endsWith('\n') ? body : body + '\n'))
   })
 
 program

@@ -1,8 +1,10 @@
 /** Terminal output for the CLI: tables, the progress bar, durations. */
+import { terminalSafe } from './terminal-safe'
 
 export function table(rows: Record<string, unknown>[], columns: string[]): string {
   if (!rows.length) return '(none)'
-  const cell = (v: unknown) => (v === null || v === undefined ? '' : typeof v === 'object' ? JSON.stringify(v) : String(v))
+  // Sanitized before the widths are measured; one line per row: a newline or tab inside a value (a multi-line reason) would break the columns.
+  const cell = (v: unknown) => terminalSafe(v === null || v === undefined ? '' : typeof v === 'object' ? JSON.stringify(v) : String(v)).replace(/[\n\t]/g, ' ')
   const widths = columns.map((c) => Math.max(c.length, ...rows.map((r) => cell(r[c]).length)))
   const line = (vals: string[]) => vals.map((v, i) => v.padEnd(widths[i]!)).join('  ').trimEnd()
   return [line(columns.map((c) => c.toUpperCase())), line(widths.map((w) => '-'.repeat(w))), ...rows.map((r) => line(columns.map((c) => cell(r[c]))))].join('\n')

@@ -9,6 +9,7 @@ import { io, type Socket } from 'socket.io-client'
 import type { StackEventMessage } from '../realtime/contracts'
 import type { KilnClient } from './client'
 import { progressLine, type Progress } from './render'
+import { jsonSafe, terminalSafe } from './terminal-safe'
 
 export interface WatchOptions {
   /** Show events after this sequence number (default: from now on). */
@@ -28,14 +29,15 @@ export async function watchStack(client: KilnClient, stackId: string, opts: Watc
   const draw = () => {
     if (!tty || !last) return
     const p = last.progress ?? { total: 0, done: 0, running: 0, blocked: 0, failed: 0 }
-    opts.err.write(`\r\x1b[2K${progressLine(`${last.name} ${last.action}`, p, Date.now() - started)}`)
+    // Kiln's own escapes (return, clear the line) around text from the server, which may carry none.
+    opts.err.write(`\r\x1b[2K${progressLine(terminalSafe(`${last.name} ${last.action}`), p, Date.now() - started)}`)
     drawn = true
   }
   const print = (line: string) => {
     if (opts.json) return
     if (drawn) opts.err.write('\r\x1b[2K')
     drawn = false
-    opts.out.write(line + '\n')
+    opts.out.write(terminalSafe(line) + '\n')
     draw()
   }
 
@@ -46,13 +48,14 @@ export async function watchStack(client: KilnClient, stackId: string, opts: Watc
     for (const e of res.events) {
       lastSeq = e.seq
       if (opts.json) {
-        opts.out.write(JSON.stringify(e) + '\n')
+        opts.out.write(jsonSafe(JSON.stringify(e)) + '\n')
         continue
       }
       const time = e.at.slice(11, 19)
-      if (e.kind === 'resource') print(`${time}  ${(e.resourceName ?? '').padEnd(20)} ${`${e.action}_${e.status}`.padEnd(20)} ${e.reason}`)
+      const name = terminalSafe(e.resourceName ?? '') // before padding, so the columns stay aligned
+      if (e.kind === 'resource') print(`${time}  ${name.padEnd(20)} ${`${e.action}_${e.status}`.padEnd(20)} ${e.reason}`)
       else if (e.kind === 'stack') print(`${time}  ${'[stack]'.padEnd(20)} ${`${e.action}_${e.status}`.padEnd(20)} ${e.reason}`)
-      else if (e.kind === 'node' && (e.data?.state === 'BLOCKED' || e.data?.retriggered)) print(`${time}  ${(e.resourceName ?? '').padEnd(20)} ${e.data?.state === 'BLOCKED' ? 'BLOCKED'.padEnd(20) : 'RETRIGGERED'.padEnd(20)} ${e.reason}`)
+      else if (e.kind === 'node' && (e.data?.state === 'BLOCKED' || e.data?.retriggered)) print(`${time}  ${name.padEnd(20)} ${e.data?.state === 'BLOCKED' ? 'BLOCKED'.padEnd(20) : 'RETRIGGERED'.padEnd(20)} ${e.reason}`)
     }
   }
 

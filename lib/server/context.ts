@@ -5,7 +5,9 @@
  */
 import { env, type Env } from '../env'
 import { createDb, type Db } from '../db/client'
-import { limitsFrom } from '../config'
+import { limitsFrom, publicUrlFrom } from '../config'
+import { failedAttemptLimit, type FailedAttemptLimit } from '../auth/failed-attempts'
+import type { ClientInfo } from '../api/http'
 import { builtinTypes, createRegistry, typeCatalog } from '../resources/registry'
 import { createStackService, type StackService } from '../services/stacks'
 import { createLogger, type Logger } from '../logger'
@@ -22,8 +24,12 @@ export interface AppContext {
   reads: ReadService
   accounts: AccountService
   log: Logger
-  /** The REST and Heat APIs: `(Request) => Response`. */
-  api: (req: Request) => Promise<Response>
+  /** The REST and Heat APIs: `(Request, client) => Response`. */
+  api: (req: Request, client?: ClientInfo) => Promise<Response>
+  /** Failed credential attempts per client address, shared by the APIs and the Socket.IO handshake. */
+  failedAttempts: FailedAttemptLimit
+  /** Tell the context the port the server bound (the public URL's default names it); returns the public URL. */
+  listening(port: number): string
 }
 
 const KEY = Symbol.for('kiln.appContext')
@@ -40,8 +46,12 @@ export function appContext(): AppContext {
   const stacks = createStackService({ db, catalog: typeCatalog(registry), types: registry, limits: limitsFrom(e), defaultTimeoutMins: e.KILN_DEFAULT_TIMEOUT_MINS })
   const reads = createReadService(db.pool, registry)
   const accounts = createAccountService(db.pool)
-  const deps: ApiDeps = { db, stacks, reads, accounts, registry, log, maxBodyBytes: e.KILN_MAX_BODY_BYTES, limits: limitsFrom(e), leaseMs: e.KILN_LEASE_MS, secureCookies: e.KILN_SECURE_COOKIES }
-  const ctx: AppContext = { env: e, db, registry, stacks, reads, accounts, log, api: createApi(deps) }
+  const failedAttempts = failedAttemptLimit({ perMinute: e.KILN_AUTH_FAILURES_PER_MINUTE, log })
+  let publicUrl = publicUrlFrom(e, e.PORT)
+  const deps: ApiDeps = { db, stacks, reads, accounts, registry, log, failedAttempts, maxBodyBytes: e.KILN_MAX_BODY_BYTES, limits: limitsFrom(e), leaseMs: e.KILN_LEASE_MS, secureCookies: e.KILN_SECURE_COOKIES, publicUrl: () => publicUrl }
+  // PORT=0 binds a port chosen by the system: the default public URL names the one bound.
+  const listening = (port: number) => (publicUrl = publicUrlFrom(e, port))
+  const ctx: AppContext = { env: e, db, registry, stacks, reads, accounts, log, api: createApi(deps), failedAttempts, listening }
   g[KEY] = ctx
   return ctx
 }

@@ -10,6 +10,10 @@ export interface SocketPrincipal {
   projectId: string
   tokenId: string
   name: string
+  /** The session that authenticated the socket (its cookie's hash); null for a token. */
+  sessionHash: string | null
+  /** When the credential stops working by itself (the token's or the session's expiry, whichever is first). */
+  expiresAt: Date | null
 }
 
 export const SESSION_COOKIE = 'kiln_session'
@@ -41,18 +45,19 @@ export async function authenticateSocket(
   const token = typeof handshake.auth?.token === 'string' ? handshake.auth.token : null
   if (token) {
     const p = await verifyToken(pool, token)
-    return p ? { projectId: p.projectId, tokenId: p.tokenId, name: p.tokenName } : null
+    return p ? { projectId: p.projectId, tokenId: p.tokenId, name: p.tokenName, sessionHash: null, expiresAt: p.expiresAt } : null
   }
   const cookie = cookieValue(handshake.headers.cookie as string | undefined, SESSION_COOKIE)
   if (!cookie) return null
   // A cookie rides along with any page's request: a socket authenticated by it must come
   // from Kiln's own pages (cross-site WebSocket hijacking), like the CSRF check on HTTP writes.
   if (!sameOrigin(handshake.headers)) return null
+  const sessionHash = hashToken(cookie)
   const { rows } = await pool.query(
-    `SELECT t.id, t.name, t.project_id FROM session s JOIN api_token t ON t.id = s.token_id
+    `SELECT t.id, t.name, t.project_id, least(s.expires_at, t.expires_at) AS expires_at FROM session s JOIN api_token t ON t.id = s.token_id
       WHERE s.session_hash = $1 AND s.expires_at > now() AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > now())`,
-    [hashToken(cookie)],
+    [sessionHash],
   )
   const r = rows[0]
-  return r ? { projectId: r.project_id, tokenId: r.id, name: r.name } : null
+  return r ? { projectId: r.project_id, tokenId: r.id, name: r.name, sessionHash, expiresAt: r.expires_at ? new Date(r.expires_at) : null } : null
 }

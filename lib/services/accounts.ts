@@ -6,6 +6,7 @@
 import crypto from 'node:crypto'
 import type pg from 'pg'
 import { createToken, hashToken, verifyToken, type TokenPrincipal } from '../auth/tokens'
+import { endSession, revokeToken } from '../db/queries/revocations'
 import { ConflictError, ForbiddenError, NotFoundError, ValidationError } from './errors'
 
 export interface Principal extends TokenPrincipal {
@@ -27,13 +28,13 @@ export function createAccountService(pool: pg.Pool) {
     async bySession(cookie: string): Promise<Principal | null> {
       if (!cookie || cookie.length > 200) return null
       const { rows } = await pool.query(
-        `SELECT t.id, t.name, t.role, p.id AS project_id, p.name AS project_name, s.csrf_token
+        `SELECT t.id, t.name, t.role, t.expires_at, p.id AS project_id, p.name AS project_name, s.csrf_token
            FROM session s JOIN api_token t ON t.id = s.token_id JOIN project p ON p.id = t.project_id
           WHERE s.session_hash = $1 AND s.expires_at > now() AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > now())`,
         [hashToken(cookie)],
       )
       const r = rows[0]
-      return r ? { tokenId: r.id, tokenName: r.name, role: r.role, projectId: r.project_id, projectName: r.project_name, via: 'session', csrfToken: r.csrf_token } : null
+      return r ? { tokenId: r.id, tokenName: r.name, role: r.role, projectId: r.project_id, projectName: r.project_name, expiresAt: r.expires_at ? new Date(r.expires_at) : null, via: 'session', csrfToken: r.csrf_token } : null
     },
 
     /** Log in with a token: a new session cookie and its CSRF token. */
@@ -48,8 +49,9 @@ export function createAccountService(pool: pg.Pool) {
       return { cookie, csrfToken, principal: { ...p, via: 'session', csrfToken }, expiresAt }
     },
 
+    /** End the session; a socket it authenticated is closed, whichever web process holds it. */
     async logout(cookie: string): Promise<void> {
-      await pool.query('DELETE FROM session WHERE session_hash = $1', [hashToken(cookie)])
+      await endSession(pool, hashToken(cookie))
     },
 
     async listTokens(p: Principal) {
@@ -75,10 +77,9 @@ export function createAccountService(pool: pg.Pool) {
       return { id: t.id, name, secret: t.secret, expiresAt: expiresAt?.toISOString() ?? null }
     },
 
+    /** Revoke a token and end its sessions; sockets they authenticated are closed, whichever web process holds them. */
     async revokeToken(p: Principal, id: string): Promise<void> {
-      const { rowCount } = await pool.query(`UPDATE api_token SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1 AND project_id = $2`, [id, p.projectId])
-      if (!rowCount) throw new NotFoundError(`token ${id} not found`)
-      await pool.query('DELETE FROM session WHERE token_id = $1', [id])
+      if (!(await revokeToken(pool, p.projectId, id))) throw new NotFoundError(`token ${id} not found`)
     },
 
     /** Admins create projects; the first token of the new project is returned once. */

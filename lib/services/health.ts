@@ -1,4 +1,8 @@
-/** What GET /api/health reports: the database, the migration version, the live workers. */
+/**
+ * Health: `liveness` for anyone (GET /api/health: up or down), `health` for
+ * admins (GET /api/health/details: the database, the migrations, the live
+ * workers with their hosts and pids).
+ */
 import type { Db } from '../db/client'
 import { listMigrations } from '../db/migrate'
 
@@ -40,5 +44,15 @@ export async function health(db: Db, leaseMs: number): Promise<Health> {
       migrations: { applied: 0, latest: null, pending: [] },
       workers: { live: 0, list: [] },
     }
+  }
+}
+
+/** Up when the database answers; nothing else (the public health check). */
+export async function liveness(db: Db): Promise<'up' | 'down'> {
+  try {
+    await db.pool.query('SELECT 1')
+    return 'up'
+  } catch {
+    return 'down'
   }
 }

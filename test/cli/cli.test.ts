@@ -113,6 +113,30 @@ describe('kiln CLI', () => {
     expect(del.stdout.trim().split('\n').at(-1)).toMatch(/^DELETE_COMPLETE/)
   })
 
+  test('names and reasons from the server reach the terminal without escape sequences or control characters', async () => {
+    // A resource named with an OSC window-title sequence (ended by BEL), a CSI clear-screen, an 8-bit CSI and a
+    // carriage return; TestResource's failure reason repeats the name.
+    const evil = 'evil\\e]0;pwned\\a\\e[2J\\x9b31m\\rX'
+    const template = `heat_template_version: 2018-08-31\nresources:\n  "${evil}":\n    type: OS::Heat::TestResource\n    properties: { fail: true }\n`
+    const t = file('evil.yaml', template)
+    const runs = [
+      await kiln(['stack', 'create', 'cli-evil', '-t', t, '--wait']),
+      await kiln(['stack', 'show', 'cli-evil']),
+      await kiln(['stack', 'events', 'cli-evil']),
+      await kiln(['stack', 'export-graph', 'cli-evil']),
+      await kiln(['--json', 'stack', 'events', 'cli-evil']),
+      await kiln(['stack', 'show', `evil\u001b]0;pwned\u0007`]), // an error message repeating what was asked
+    ]
+    const printed = runs.map((r) => r.stdout + r.stderr).join('\n')
+    expect(printed).toMatch(/evilX\s+CREATE_FAILED\s+Resource CREATE failed: Test Resource failed evilX/) // the text is kept, the controls dropped
+    expect(printed).toMatch(/evilX#\d+/) // the graph export
+    expect(printed).toContain('404: stack evil not found')
+    expect(printed).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/)
+    // --json keeps the value, escaped (JSON.parse gives the name back exactly)
+    const events = JSON.parse(runs[4]!.stdout) as { resourceName: string | null }[]
+    expect(events.map((e) => e.resourceName)).toContain('evil\u001b]0;pwned\u0007\u001b[2J\u009b31m\rX')
+  })
+
   test('errors: template problems with line and column, missing token, unknown stack', async () => {
     const bad = await kiln(['template', 'validate', '-t', file('err.yaml', 'heat_template_version: 2018-08-31\nresources:\n  a:\n    type: OS::Heat::TestResource\n    properties:\n      wait_secs: soon\n')])
     expect(bad.code).toBe(1)

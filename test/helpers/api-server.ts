@@ -8,6 +8,9 @@ import crypto from 'node:crypto'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { createApi } from '../../lib/api'
+import type { ApiDeps } from '../../lib/api/deps'
+import { failedAttemptLimit } from '../../lib/auth/failed-attempts'
+import type { Db } from '../../lib/db/client'
 import { toNodeHandler } from '../../lib/api/node-adapter'
 import { createToken } from '../../lib/auth/tokens'
 import { createLogger } from '../../lib/logger'
@@ -20,6 +23,8 @@ import type { TestCluster } from './cluster'
 
 export interface ApiServer {
   url: string
+  /** The server's log lines at warn level and above (errors are printed too). */
+  logs: string[]
   a: { projectId: string; projectName: string; token: string }
   b: { projectId: string; projectName: string; token: string }
   close(): Promise<void>
@@ -35,31 +40,58 @@ export async function makeProject(c: TestCluster, role: 'admin' | 'member') {
   return { projectId: String(rows[0].id), projectName: name, token: t.secret }
 }
 
-export async function startApiServer(c: TestCluster, opts: { maxBodyBytes?: number } = {}): Promise<ApiServer> {
+export interface ApiServerOptions {
+  maxBodyBytes?: number
+  /**
+   * Failed token attempts per client address per minute. The suites that try hundreds of bad credentials on
+   * purpose (isolation, fuzzing) would otherwise test the limit instead of the answers; test/api/edge.test.ts
+   * sets a small one to test the limit itself.
+   */
+  authFailuresPerMinute?: number
+  /** The database handle the API uses (default: the cluster's); a test may pass one it closes. */
+  db?: Db
+}
+
+export async function startApiServer(c: TestCluster, opts: ApiServerOptions = {}): Promise<ApiServer> {
   const registry = createRegistry(builtinTypes())
   const limits = { maxTemplateBytes: 1 << 20, maxResourcesPerStack: 500 }
-  const deps = {
-    db: c.db,
-    stacks: createStackService({ db: c.db, catalog: typeCatalog(registry), types: registry, limits, defaultTimeoutMins: 30 }),
-    reads: createReadService(c.db.pool, registry),
-    accounts: createAccountService(c.db.pool),
+  const db = opts.db ?? c.db
+  const logs: string[] = []
+  const log = createLogger({
+    level: 'warn',
+    format: 'text',
+    sink: (line, level) => {
+      logs.push(line)
+      if (level === 'error') process.stderr.write(line + '\n')
+    },
+  })
+  let url = ''
+  const failedAttempts = failedAttemptLimit({ perMinute: opts.authFailuresPerMinute ?? 1_000_000, log })
+  const deps: ApiDeps = {
+    db,
+    stacks: createStackService({ db, catalog: typeCatalog(registry), types: registry, limits, defaultTimeoutMins: 30 }),
+    reads: createReadService(db.pool, registry),
+    accounts: createAccountService(db.pool),
     registry,
-    log: createLogger({ level: 'error', format: 'text' }),
+    log,
     maxBodyBytes: opts.maxBodyBytes ?? 2 << 20,
     limits,
     leaseMs: 2000,
     secureCookies: false,
+    failedAttempts,
+    publicUrl: () => url,
   }
   const server: Server = createServer(toNodeHandler(createApi(deps)))
-  const realtime = attachRealtime(server, { url: c.url, pool: c.db.pool, log: deps.log })
+  const realtime = attachRealtime(server, { url: c.url, pool: db.pool, log, failedAttempts })
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
 
   const a = await makeProject(c, 'admin')
   const b = await makeProject(c, 'member')
 
   return {
     url,
+    logs,
     a,
     b,
     async close() {

@@ -116,7 +116,10 @@ function raw(method: string, path: string, o: { headers?: Record<string, string>
   })
 }
 
-/** What is wrong with an error response, or null. Kiln: {error: {code, message}}; Heat: Heat's fault body (or Kiln's). */
+/**
+ * What is wrong with an error response, or null. Kiln: {error: {code, message}}; Heat: Heat's fault body, always,
+ * for a path under /v1/ once its dot segments are resolved (`/v1/../stacks` addresses `/stacks`).
+ */
 function badErrorBody(path: string, res: { status: number; body: any; text: string }): string | null {
   if (res.status < 400) return null
   const b = res.body
@@ -124,7 +127,8 @@ function badErrorBody(path: string, res: { status: number; body: any; text: stri
   if (typeof b.error?.message !== 'string' || !b.error.message) return `no error.message: ${res.text.slice(0, 100)}`
   const kiln = typeof b.error.code === 'string' && b.error.code.length > 0
   const heat = b.code === res.status && typeof b.error.type === 'string' && typeof b.explanation === 'string'
-  if (path.startsWith('/v1/') ? !(heat || kiln) : !kiln) return `not the API's error format: ${res.text.slice(0, 100)}`
+  const underV1 = new URL(`http://kiln.test${path}`).pathname.startsWith('/v1/') // read as the server reads it
+  if (underV1 ? !heat : !kiln) return `not the API's error format: ${res.text.slice(0, 100)}`
   return null
 }
 
@@ -436,7 +440,7 @@ describe('templates through validate, create, preview and update', () => {
           expect(badErrorBody(path, res), where).toBeNull()
           const heat = route.startsWith('heat-')
           const issues = (res.body?.error?.issues ?? []) as { code: string; path: string; line: number | null; column: number | null; message: string; cycles?: string[][] }[]
-          const message = String(heat ? res.body?.explanation ?? '' : res.body?.error?.message ?? '')
+          const message = String(res.body?.error?.message ?? '')
 
           if (res.status >= 400) {
             stats.rejected++
@@ -722,6 +726,6 @@ describe('every route with hostile input', () => {
     console.log(`fuzz routes: ${routes.length} routes (${hit.size} drawn), ${RUNS * 4} requests, statuses ${JSON.stringify(Object.fromEntries([...stats].sort()))} (${parserRefusals} of the 400s by Node's HTTP parser)`)
     const health = await api.call('GET', '/api/health', { token: null })
     expect(health.status).toBe(200)
-    expect(health.body.database.ok).toBe(true)
+    expect(health.body.status).toBe('up')
   }, 300_000)
 })

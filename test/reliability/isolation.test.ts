@@ -423,15 +423,19 @@ describe('Socket.IO', () => {
     expect(await attempt({ extraHeaders: { cookie, origin: api.url } })).toBe('joined')
   })
 
-  test('a socket whose token is revoked after it connected cannot subscribe any more', async () => {
+  test('a socket whose token is revoked after it connected is disconnected, and cannot come back', async () => {
     const t = await createToken(c.db.pool, api.a.projectId, 'sock-live-revoke')
     const s = connect(api.url, { transports: ['websocket'], reconnection: false, forceNew: true, auth: { token: t.secret } })
     open.push(s)
     await new Promise<void>((resolve, reject) => (s.on('connect', () => resolve()), s.on('connect_error', reject)))
     const subscribe = () => new Promise<{ ok: boolean; error?: string }>((resolve) => s.emit('stack:subscribe', target.id, resolve))
     expect((await subscribe()).ok).toBe(true)
+    const gone = new Promise<string>((resolve) => s.once('disconnect', resolve))
     expect((await api.call('DELETE', `/api/tokens/${t.id}`)).status).toBe(204)
-    expect(await subscribe()).toEqual({ ok: false, error: 'unauthorized' })
+    expect(await gone).toBe('io server disconnect')
+    const back = new Promise<string>((resolve) => (s.once('connect', () => resolve('connected')), s.once('connect_error', (e) => resolve(`refused: ${e.message}`))))
+    s.connect()
+    expect(await back).toBe('refused: unauthorized')
     s.close()
   })
 

@@ -61,6 +61,8 @@ describe.runIf(chromiumPath !== null || env().KILN_REQUIRE_BROWSER)('UI in Chrom
   let b: { projectId: string; token: string }
   let stackId = ''
   const consoleErrors: string[] = []
+  /** Everything the Content-Security-Policy refused on any page of any context (reported by the page itself). */
+  const cspViolations: string[] = []
 
   beforeAll(async () => {
     if (!chromiumPath) throw new Error('KILN_REQUIRE_BROWSER is set but no Chromium was found (install Debian\'s chromium package or set KILN_CHROMIUM_PATH)')
@@ -70,7 +72,7 @@ describe.runIf(chromiumPath !== null || env().KILN_REQUIRE_BROWSER)('UI in Chrom
     ;[web, browser] = await Promise.all([startWebServer(c), launchChromium(chromiumPath)])
     a = await makeProject(c, 'admin')
     b = await makeProject(c, 'member')
-    ctx = await browser.newContext({ baseURL: web.url, viewport: { width: 1500, height: 1000 } })
+    ctx = await newContext({ viewport: { width: 1500, height: 1000 } })
     page = await ctx.newPage()
     page.on('console', (m) => m.type() === 'error' && consoleErrors.push(m.text()))
     page.on('pageerror', (e) => consoleErrors.push(String(e)))
@@ -82,6 +84,16 @@ describe.runIf(chromiumPath !== null || env().KILN_REQUIRE_BROWSER)('UI in Chrom
     await c?.stop()
     await db?.drop()
   })
+
+  /** A browser context whose pages report every CSP violation (the binding and the listener run outside the page's policy). */
+  async function newContext(opts: Parameters<Browser['newContext']>[0] = {}): Promise<BrowserContext> {
+    const context = await browser.newContext({ baseURL: web.url, ...opts })
+    await context.exposeBinding('__kilnCspViolation', (source, text: string) => void cspViolations.push(`${source.page.url()}: ${text}`))
+    await context.addInitScript(() =>
+      document.addEventListener('securitypolicyviolation', (e) => (window as unknown as { __kilnCspViolation(t: string): void }).__kilnCspViolation(`${e.violatedDirective} blocked ${e.blockedURI || 'inline'} (${e.sourceFile}:${e.lineNumber})`)),
+    )
+    return context
+  }
 
   const shot = (name: string) => page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: false })
   const row = (name: string, extra = '') => page.locator(`[role="table"][aria-label="resources"] [role="row"][data-resource="${name}"]${extra}`)
@@ -106,6 +118,25 @@ describe.runIf(chromiumPath !== null || env().KILN_REQUIRE_BROWSER)('UI in Chrom
       throw new Error(`${(err as Error).message}\nin the database: ${JSON.stringify(await c.stack(id).catch(() => null))}\n${await c.dump(id).catch(() => '')}`)
     }
   }
+
+  test('every page is served with a nonce-based Content-Security-Policy and the framing and sniffing headers', async () => {
+    const policies: string[] = []
+    for (const path of ['/login', '/login']) {
+      const res = await page.goto(path)
+      const h = res!.headers()
+      expect(h['x-frame-options']).toBe('DENY')
+      expect(h['x-content-type-options']).toBe('nosniff')
+      expect(h['referrer-policy']).toBe('no-referrer')
+      expect(h['content-security-policy']).toMatch(/script-src 'self' 'nonce-[A-Za-z0-9+/=]{20,}' 'strict-dynamic'(;|$)/)
+      expect(h['content-security-policy']).toContain("frame-ancestors 'none'")
+      policies.push(h['content-security-policy']!)
+    }
+    expect(policies[0]).not.toBe(policies[1]) // a fresh nonce per page
+    // the page ran its scripts (hydrated): the form is interactive
+    await page.getByLabel('API token').fill('x')
+    await expect.poll(() => page.getByRole('button', { name: 'Sign in' }).isEnabled()).toBe(true)
+    expect(cspViolations).toEqual([])
+  })
 
   test('log in with a token', async () => {
     await page.goto('/')
@@ -216,7 +247,7 @@ describe.runIf(chromiumPath !== null || env().KILN_REQUIRE_BROWSER)('UI in Chrom
   })
 
   test('a second project cannot open the stack page or join its socket room', async () => {
-    const other = await browser.newContext({ baseURL: web.url })
+    const other = await newContext()
     const p = await other.newPage()
     await p.goto('/login')
     await p.getByLabel('API token').fill(b.token)
@@ -290,5 +321,7 @@ describe.runIf(chromiumPath !== null || env().KILN_REQUIRE_BROWSER)('UI in Chrom
     await page.goto('/')
     await expect.poll(() => page.locator('[data-stack="web-chain"]').count()).toBe(0)
     expect(consoleErrors.filter((e) => !/favicon|status of (400|401|404)/.test(e))).toEqual([])
+    // the whole walk (editor, live graph, socket, every page) ran under the policy without a refusal
+    expect(cspViolations).toEqual([])
   })
 })
