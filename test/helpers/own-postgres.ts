@@ -4,6 +4,7 @@
  * (`npm run overlap`, `npm run load`) without touching the shared test cluster.
  */
 import fs from 'node:fs'
+import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
 import { startEmbeddedPostgres, type RunningPostgres } from '../../lib/db/embedded'
@@ -16,11 +17,30 @@ export interface OwnPostgres {
   stop(): Promise<void>
 }
 
+const portFree = (port: number) =>
+  new Promise<boolean>((resolve) => {
+    const srv = net.createServer()
+    srv.once('error', () => resolve(false))
+    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)))
+  })
+
+/**
+ * A random free port below the kernel's ephemeral range and outside the embedded clusters'
+ * 55440-55539 scan: while a restart keeps the server down, a cluster that another test run
+ * starts takes the first free port of that scan, and would take this one.
+ */
+async function quietPort(): Promise<number> {
+  for (;;) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000)
+    if (await portFree(port)) return port
+  }
+}
+
 export async function ownPostgres(prefix: string): Promise<OwnPostgres> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), `kiln-${prefix}-`))
   fs.chmodSync(dir, 0o755) // when run as root, PostgreSQL runs as the postgres user, who must enter it
   const dataDir = path.join(dir, 'pg')
-  let server: RunningPostgres = await startEmbeddedPostgres({ dataDir })
+  let server: RunningPostgres = await startEmbeddedPostgres({ dataDir, port: await quietPort() })
   const url = server.databaseUrl('postgres')
   await applyMigrations(url)
   return {

@@ -8,8 +8,12 @@
  * overlapping updates, updates that fail (and roll back), cancels with and
  * without rollback, and finally a good update or a delete for every stack;
  * meanwhile a killer SIGKILLs random workers and starts new ones, and
- * PostgreSQL itself is restarted once. Afterwards every stack must be in the
- * state its last accepted operation asked for, and the invariants must hold.
+ * PostgreSQL itself is restarted once. Once it is back, new stacks are
+ * created, and must converge on the workers that lived through the restart
+ * (the killer waits meanwhile: a fresh worker LISTENs from scratch, and would
+ * hide a worker that never LISTENs again); then they are driven like the
+ * others. Afterwards every stack must be in the state its last accepted
+ * operation asked for, and the invariants must hold.
  */
 import fs from 'node:fs'
 import path from 'node:path'
@@ -27,6 +31,10 @@ export interface ChaosOptions {
   /** mean milliseconds between kills */
   killEveryMs: number
   restartPostgres: boolean
+  /** how long PostgreSQL stays down (default 800 ms) */
+  pgDownMs?: number
+  /** stacks created once PostgreSQL is back (default a quarter of `stacks`, at least 2) */
+  stacksAfterRestart?: number
   log?: (line: string) => void
   /** where to write the trail of the stacks a violation names (see chaos-forensics.ts) */
   forensicsDir?: string
@@ -34,6 +42,8 @@ export interface ChaosOptions {
 
 export interface ChaosReport {
   stacks: number
+  /** of which created after the restart */
+  stacksAfterRestart: number
   operations: number
   rejected: number
   kills: number
@@ -74,9 +84,12 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   const pg = await ownPostgres('chaos')
   const url = pg.url
   const c = await TestCluster.start(url, { workers: o.workers, leaseMs: 1500, concurrency: 8, env: { KILN_LOG_LEVEL: 'error' } })
-  const report: ChaosReport = { stacks: o.stacks, operations: 0, rejected: 0, kills: 0, postgresRestarts: 0, recoveryMs: [], settleMs: 0, lateJobs: 0, violations: [] }
+  const afterRestart = o.restartPostgres ? (o.stacksAfterRestart ?? Math.max(2, Math.ceil(o.stacks / 4))) : 0
+  const report: ChaosReport = { stacks: o.stacks + afterRestart, stacksAfterRestart: afterRestart, operations: 0, rejected: 0, kills: 0, postgresRestarts: 0, recoveryMs: [], settleMs: 0, lateJobs: 0, violations: [] }
   let pgDown: Promise<void> | null = null
   let running = true
+  /** From the restart until the stacks created after it have converged: no kills, no new workers. */
+  let killerPaused = false
 
   try {
     // ---- the killer ----
@@ -85,6 +98,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       while (running) {
         await sleep(o.killEveryMs / 2 + rnd(o.killEveryMs))
         if (!running) break
+        if (killerPaused) continue
         const live = c.workers.filter((w) => w.proc.exitCode === null && w.proc.signalCode === null && w.id)
         if (live.length === 0) continue
         const victim = live[rnd(live.length)]!
@@ -113,21 +127,6 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       }
       await Promise.all(measures)
     })()
-
-    // ---- PostgreSQL restart, once, in the middle ----
-    const restarter = o.restartPostgres
-      ? (async () => {
-          await sleep(2500 + rnd(1500))
-          let release!: () => void
-          pgDown = new Promise((r) => (release = r))
-          log('restarting PostgreSQL')
-          await pg.restart(800)
-          report.postgresRestarts++
-          log('PostgreSQL is back')
-          pgDown = null
-          release()
-        })()
-      : Promise.resolve()
 
     // ---- the driver ----
     const finals = new Map<string, Final>()
@@ -160,18 +159,22 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
         }
       }
     }
-    const drive = async (i: number) => {
+    /** `created`: called once the create was accepted (the stacks created after the restart wait there for it to converge). */
+    const drive = async (i: number, created?: (stackId: string) => Promise<void>) => {
       const name = `chaos-${i}`
       const shape = i % 2 ? 'chain' : 'layered'
       shapes.set(name, shape)
       let size = 4 + rnd(5)
       let id: string | null = null
+      // A stack created after the restart must exist: its create is retried like a final operation
+      // (PostgreSQL is up by then, so a retry follows a call that failed before reaching it).
       await submit(`${name} create s0 (${size})`, async () => {
         id = (await c.services.create(c.actor, { name, template: chaosTemplate(name, 's0', size, shape, { delay: 0.2 }) })).stack.id
-      })
+      }, created !== undefined)
       if (!id) return
       const stackId: string = id
       finals.set(stackId, { kind: 'update', seed: 's0', size })
+      await created?.(stackId)
       for (let r = 1; r <= o.rounds; r++) {
         await sleep(rnd(900))
         const roll = rnd(10)
@@ -203,10 +206,41 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
           finals.set(stackId, { kind: 'update', seed: 'final', size: nsize })
       }
     }
-    await Promise.all(Array.from({ length: o.stacks }, (_, i) => drive(i)))
+
+    // ---- PostgreSQL restart, once, in the middle; then new stacks ----
+    const restarter = o.restartPostgres
+      ? (async () => {
+          await sleep(2500 + rnd(1500))
+          let release!: () => void
+          pgDown = new Promise((r) => (release = r))
+          killerPaused = true
+          log('restarting PostgreSQL')
+          await pg.restart(o.pgDownMs ?? 800)
+          report.postgresRestarts++
+          log('PostgreSQL is back')
+          pgDown = null
+          release()
+          // New work after the restart: its jobs are announced only to workers that LISTEN again.
+          let converged = 0
+          const fresh = Array.from({ length: afterRestart }, (_, j) =>
+            drive(o.stacks + j, async (stackId) => {
+              const state = await c.settle(stackId, 60_000).catch((e: Error) => `not settled: ${e.message.slice(0, 2000)}`)
+              if (state !== 'CREATE_COMPLETE') report.violations.push(`stack ${stackId}, created after the PostgreSQL restart, did not converge: ${state}`)
+              if (++converged === afterRestart) {
+                log('the stacks created after the restart converged; the killer resumes')
+                killerPaused = false
+              }
+            }),
+          )
+          await Promise.all(fresh)
+          killerPaused = false // also when a create was refused
+        })()
+      : Promise.resolve()
+
+    await Promise.all([...Array.from({ length: o.stacks }, (_, i) => drive(i)), restarter])
     await sleep(1500) // keep killing while the final operations run
     running = false
-    await Promise.all([killer, restarter])
+    await killer
     // every killed worker replaced; the system must now converge on its own
     const settleStart = Date.now()
     for (const id of finals.keys()) await c.settle(id, 120_000).catch((e: Error) => void report.violations.push(`stack ${id} did not settle: ${e.message.slice(0, 2000)}`))
