@@ -8,12 +8,13 @@
  * overlapping updates, updates that fail (and roll back), cancels with and
  * without rollback, and finally a good update or a delete for every stack;
  * meanwhile a killer SIGKILLs random workers and starts new ones, and
- * PostgreSQL itself is restarted once. Once it is back, new stacks are
- * created, and must converge on the workers that lived through the restart
- * (the killer waits meanwhile: a fresh worker LISTENs from scratch, and would
- * hide a worker that never LISTENs again); then they are driven like the
- * others. Afterwards every stack must be in the state its last accepted
- * operation asked for, and the invariants must hold.
+ * PostgreSQL itself is restarted once; once it is back, new stacks are
+ * created and driven like the others. When everything has settled and no
+ * worker is killed any more, PostgreSQL is restarted again while every worker
+ * idles, and new stacks are created and one stack deleted: with no lease
+ * running out and no fresh worker, only a worker that LISTENs again (or its
+ * idle-claim timer) runs them. Afterwards every stack must be in the state its
+ * last accepted operation asked for, and the invariants must hold.
  */
 import fs from 'node:fs'
 import path from 'node:path'
@@ -33,7 +34,7 @@ export interface ChaosOptions {
   restartPostgres: boolean
   /** how long PostgreSQL stays down (default 800 ms) */
   pgDownMs?: number
-  /** stacks created once PostgreSQL is back (default a quarter of `stacks`, at least 2) */
+  /** stacks created once PostgreSQL is back, mid-run and again after the quiet restart (default a quarter of `stacks`, at least 2) */
   stacksAfterRestart?: number
   log?: (line: string) => void
   /** where to write the trail of the stacks a violation names (see chaos-forensics.ts) */
@@ -42,7 +43,7 @@ export interface ChaosOptions {
 
 export interface ChaosReport {
   stacks: number
-  /** of which created after the restart */
+  /** of which created after a restart (mid-run, and after the quiet restart at the end) */
   stacksAfterRestart: number
   operations: number
   rejected: number
@@ -85,11 +86,9 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   const url = pg.url
   const c = await TestCluster.start(url, { workers: o.workers, leaseMs: 1500, concurrency: 8, env: { KILN_LOG_LEVEL: 'error' } })
   const afterRestart = o.restartPostgres ? (o.stacksAfterRestart ?? Math.max(2, Math.ceil(o.stacks / 4))) : 0
-  const report: ChaosReport = { stacks: o.stacks + afterRestart, stacksAfterRestart: afterRestart, operations: 0, rejected: 0, kills: 0, postgresRestarts: 0, recoveryMs: [], settleMs: 0, lateJobs: 0, violations: [] }
+  const report: ChaosReport = { stacks: o.stacks + 2 * afterRestart, stacksAfterRestart: 2 * afterRestart, operations: 0, rejected: 0, kills: 0, postgresRestarts: 0, recoveryMs: [], settleMs: 0, lateJobs: 0, violations: [] }
   let pgDown: Promise<void> | null = null
   let running = true
-  /** From the restart until the stacks created after it have converged: no kills, no new workers. */
-  let killerPaused = false
 
   try {
     // ---- the killer ----
@@ -98,7 +97,6 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       while (running) {
         await sleep(o.killEveryMs / 2 + rnd(o.killEveryMs))
         if (!running) break
-        if (killerPaused) continue
         const live = c.workers.filter((w) => w.proc.exitCode === null && w.proc.signalCode === null && w.id)
         if (live.length === 0) continue
         const victim = live[rnd(live.length)]!
@@ -159,22 +157,20 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
         }
       }
     }
-    /** `created`: called once the create was accepted (the stacks created after the restart wait there for it to converge). */
-    const drive = async (i: number, created?: (stackId: string) => Promise<void>) => {
+    /** `retryCreate`: a stack created after a restart must exist, so its create is retried like a final operation. */
+    const drive = async (i: number, retryCreate = false) => {
       const name = `chaos-${i}`
       const shape = i % 2 ? 'chain' : 'layered'
       shapes.set(name, shape)
       let size = 4 + rnd(5)
       let id: string | null = null
-      // A stack created after the restart must exist: its create is retried like a final operation
-      // (PostgreSQL is up by then, so a retry follows a call that failed before reaching it).
+      // (PostgreSQL is up by then, so a retry follows a call that failed before reaching it.)
       await submit(`${name} create s0 (${size})`, async () => {
         id = (await c.services.create(c.actor, { name, template: chaosTemplate(name, 's0', size, shape, { delay: 0.2 }) })).stack.id
-      }, created !== undefined)
+      }, retryCreate)
       if (!id) return
       const stackId: string = id
       finals.set(stackId, { kind: 'update', seed: 's0', size })
-      await created?.(stackId)
       for (let r = 1; r <= o.rounds; r++) {
         await sleep(rnd(900))
         const roll = rnd(10)
@@ -213,27 +209,13 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
           await sleep(2500 + rnd(1500))
           let release!: () => void
           pgDown = new Promise((r) => (release = r))
-          killerPaused = true
           log('restarting PostgreSQL')
           await pg.restart(o.pgDownMs ?? 800)
           report.postgresRestarts++
           log('PostgreSQL is back')
           pgDown = null
           release()
-          // New work after the restart: its jobs are announced only to workers that LISTEN again.
-          let converged = 0
-          const fresh = Array.from({ length: afterRestart }, (_, j) =>
-            drive(o.stacks + j, async (stackId) => {
-              const state = await c.settle(stackId, 60_000).catch((e: Error) => `not settled: ${e.message.slice(0, 2000)}`)
-              if (state !== 'CREATE_COMPLETE') report.violations.push(`stack ${stackId}, created after the PostgreSQL restart, did not converge: ${state}`)
-              if (++converged === afterRestart) {
-                log('the stacks created after the restart converged; the killer resumes')
-                killerPaused = false
-              }
-            }),
-          )
-          await Promise.all(fresh)
-          killerPaused = false // also when a create was refused
+          await Promise.all(Array.from({ length: afterRestart }, (_, j) => drive(o.stacks + j, true)))
         })()
       : Promise.resolve()
 
@@ -245,6 +227,36 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     const settleStart = Date.now()
     for (const id of finals.keys()) await c.settle(id, 120_000).catch((e: Error) => void report.violations.push(`stack ${id} did not settle: ${e.message.slice(0, 2000)}`))
     report.settleMs = Date.now() - settleStart
+
+    // ---- a quiet restart: PostgreSQL down while every worker idles, then new work ----
+    if (o.restartPostgres) {
+      // A worker still starting would LISTEN from scratch after the restart and hide one that never LISTENs again.
+      await c.waitFor(async () => c.workers.every((w) => w.id !== null || w.proc.exitCode !== null || w.proc.signalCode !== null), 60_000, 'every worker to be up')
+      log('restarting PostgreSQL with every worker idle')
+      await pg.restart(o.pgDownMs ?? 800)
+      report.postgresRestarts++
+      log('PostgreSQL is back; new stacks, and a delete')
+      const quiet: Promise<unknown>[] = []
+      for (let j = 0; j < afterRestart; j++) {
+        const name = `chaos-${o.stacks + afterRestart + j}`
+        const size = 3 + rnd(4)
+        quiet.push(
+          submit(`${name} create q (${size})`, async () => {
+            const id = (await c.services.create(c.actor, { name, template: chaosTemplate(name, 'q', size, j % 2 ? 'chain' : 'layered', { delay: 0.1 }) })).stack.id
+            finals.set(id, { kind: 'update', seed: 'q', size })
+          }, true),
+        )
+      }
+      const doomed = [...finals].find(([, f]) => f.kind === 'update')?.[0]
+      if (doomed)
+        quiet.push(
+          submit(`delete ${doomed} after the quiet restart`, () => c.services.delete(c.actor, doomed), true, (err) => err instanceof NotFoundError).then((ok) => {
+            if (ok) finals.set(doomed, { kind: 'delete' })
+          }),
+        )
+      await Promise.all(quiet)
+      for (const id of finals.keys()) await c.settle(id, 60_000).catch((e: Error) => void report.violations.push(`stack ${id} did not settle after the quiet restart: ${e.message.slice(0, 2000)}`))
+    }
 
     // ---- invariants ----
     const v = report.violations
