@@ -150,7 +150,7 @@ export class WorkerRuntime {
     await this.listener?.close()
     this.listener = null
     this.state = 'stopped'
-    this.log.info(`stopped (${this.stats.finished} jobs run, ${this.stats.inline} without a queue hop)`)
+    this.log.info(`stopped (${this.stats.finished} jobs run, ${this.stats.inline} without a queue hop, ${this.stats.unannounced} found only by the idle-claim timer)`)
   }
 
   /** A method, so TypeScript does not narrow `state` across awaits. */

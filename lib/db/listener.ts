@@ -35,7 +35,7 @@ export interface ListenerOptions {
   onLost?(): void
   /** After LISTEN was issued again following a loss: notifications sent meanwhile were lost. */
   onReconnect?(): void
-  /** The first reconnect delay (default 100 ms) and the cap (default 5 s). */
+  /** The first reconnect delay (default 100 ms) and the cap (default 2 s: an attempt costs a refused connection, a late one a stall). */
   minDelayMs?: number
   maxDelayMs?: number
 }
@@ -165,7 +165,7 @@ export class PgListener {
 
   private scheduleRetry() {
     const o = this.outage!
-    const delay = delayFor(o.attempts, this.opts.minDelayMs ?? 100, this.opts.maxDelayMs ?? 5000)
+    const delay = delayFor(o.attempts, this.opts.minDelayMs ?? 100, this.opts.maxDelayMs ?? 2000)
     // Timer reason: the next reconnect attempt of this outage.
     this.retryTimer = setTimeout(() => {
       this.retryTimer = null
