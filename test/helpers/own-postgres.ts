@@ -14,6 +14,9 @@ export interface OwnPostgres {
   url: string
   /** Stop the server (`crash`: immediate, no flush), wait `pauseMs`, start it again on the same port (clients see it go away). */
   restart(pauseMs: number, opts?: { crash?: boolean }): Promise<void>
+  /** Stop the server until `up()`: for a test that holds it down until something happened (a gate, not a timer). */
+  down(opts?: { crash?: boolean }): Promise<void>
+  up(): Promise<void>
   stop(): Promise<void>
 }
 
@@ -43,13 +46,19 @@ export async function ownPostgres(prefix: string): Promise<OwnPostgres> {
   let server: RunningPostgres = await startEmbeddedPostgres({ dataDir, port: await quietPort() })
   const url = server.databaseUrl('postgres')
   await applyMigrations(url)
+  const down = (opts?: { crash?: boolean }) => server.stop(opts?.crash ? 'immediate' : 'fast')
+  const up = async () => {
+    server = await startEmbeddedPostgres({ dataDir, port: server.port })
+  }
   return {
     url,
     async restart(pauseMs, opts) {
-      await server.stop(opts?.crash ? 'immediate' : 'fast')
+      await down(opts)
       await new Promise((r) => setTimeout(r, pauseMs))
-      server = await startEmbeddedPostgres({ dataDir, port: server.port })
+      await up()
     },
+    down,
+    up,
     async stop() {
       await server.stop().catch(() => {})
       fs.rmSync(dir, { recursive: true, force: true })
