@@ -14,7 +14,7 @@ import net from 'node:net'
 export interface TcpProxy {
   /** The target's URL with the proxy's host and port. */
   url: string
-  /** Stop forwarding the sessions of this application, both ways, without closing anything. Returns how many. */
+  /** Drop the bytes of this application's sessions, both ways, without closing anything. Returns how many. */
   freeze(application: string): number
   /** Cut every session and refuse new connections (as an unreachable server would). */
   refuse(): void
@@ -28,6 +28,7 @@ interface Session {
   server: net.Socket
   /** The application_name of its startup message, once seen. */
   application: string | null
+  frozen: boolean
 }
 
 /** The application_name of a startup message: key/value strings, each ended by a NUL. */
@@ -42,10 +43,11 @@ export async function tcpProxy(targetUrl: string): Promise<TcpProxy> {
   const sessions = new Set<Session>()
   let refusing = false
 
-  const server = net.createServer((client) => {
+  // Half-open allowed: a frozen session must not answer its client's goodbye (see freeze).
+  const server = net.createServer({ allowHalfOpen: true }, (client) => {
     if (refusing) return void client.destroy()
     const upstream = net.connect(Number(target.port || 5432), target.hostname)
-    const s: Session = { client, server: upstream, application: null }
+    const s: Session = { client, server: upstream, application: null, frozen: false }
     sessions.add(s)
     const end = () => {
       sessions.delete(s)
@@ -53,7 +55,7 @@ export async function tcpProxy(targetUrl: string): Promise<TcpProxy> {
       upstream.destroy()
     }
     client.on('error', end).on('close', end)
-    upstream.on('error', end).on('close', end)
+    upstream.on('error', () => upstream.destroy()).on('close', () => s.frozen || end())
     // The first bytes are the startup message (no SSL is asked for): read the name, then pipe.
     client.once('data', (first: Buffer) => {
       s.application = applicationOf(first)
@@ -73,11 +75,17 @@ export async function tcpProxy(targetUrl: string): Promise<TcpProxy> {
     freeze(application) {
       let n = 0
       for (const s of sessions) {
-        if (s.application !== application) continue
+        if (s.application !== application || s.frozen) continue
+        s.frozen = true
         s.client.unpipe(s.server)
         s.server.unpipe(s.client)
-        s.client.pause()
-        s.server.pause()
+        // Read and dropped, like packets lost on the way (unpipe paused them: a 'data' listener
+        // alone does not resume a stream paused on purpose).
+        s.client.on('data', () => {}).resume()
+        s.server.on('data', () => {}).resume()
+        // The client's goodbye reaches the server (its session ends) but is never answered, as
+        // across a partition: a client that waits for the answer waits forever.
+        s.client.on('end', () => s.server.destroy())
         n++
       }
       return n

@@ -4,10 +4,11 @@
  * that forgot it) reports no error and no end, and notifications sent to it
  * are lost. The worker must still claim queued work, on its idle-claim timer
  * (KILN_IDLE_CLAIM_MS), say so in its log, and then find out that the
- * connection no longer answers and replace it.
+ * connection no longer answers and replace it. And its shutdown must not
+ * wait forever for that connection's goodbye.
  *
  * The worker reaches PostgreSQL through a proxy that freezes its LISTEN
- * session: bytes stop both ways, the socket stays open.
+ * session: bytes are dropped both ways, the socket stays open.
  */
 import { afterAll, beforeAll, expect, test } from 'vitest'
 import { TestCluster } from '../helpers/cluster'
@@ -51,4 +52,20 @@ test('a worker whose LISTEN connection went silent still claims queued work on i
   const next = await c.services.create(c.actor, { name: 'announced', template: ONE_NODE })
   expect(await c.settle(next.stack.id)).toBe('CREATE_COMPLETE')
   expect(w.proc.exitCode).toBeNull()
+
+  const exited = new Promise((resolve) => w.proc.once('exit', resolve))
+  w.proc.kill('SIGTERM')
+  await exited
+})
+
+test('a worker whose LISTEN connection went silent still stops on SIGTERM', { timeout: 120_000 }, async () => {
+  const w = c.spawnWorker()
+  await c.waitFor(async () => w.id !== null, 30_000, 'the worker to start', 100)
+  await c.waitFor(async () => (await listenSessions()) === 1, 30_000, 'the worker to LISTEN', 100)
+  expect(proxy.freeze('kiln-worker-listen')).toBe(1)
+  const exited = new Promise<number | null>((resolve) => w.proc.once('exit', (code) => resolve(code)))
+  w.proc.kill('SIGTERM')
+  // Its goodbye to a connection that never answers is bounded: the drain ends and the process exits.
+  expect(await exited).toBe(0)
+  expect(w.output.join('')).not.toMatch(/exiting now/)
 })
