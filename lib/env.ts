@@ -70,6 +70,12 @@ const EnvSchema = z.object({
   KILN_LEASE_MS: int(15_000),
   /** How often a worker renews its locks' leases; 0: a third of KILN_LEASE_MS (at least 200 ms). */
   KILN_HEARTBEAT_MS: int(0),
+  /**
+   * A worker claims anyway after this long without a job notification or a claim: the safety net
+   * that makes a lost LISTEN (a half-open connection) cost seconds instead of a stall. Idle, it costs
+   * one claim of an empty queue per period. At least 100 ms, so that it never becomes a busy poll.
+   */
+  KILN_IDLE_CLAIM_MS: int(5000).refine((v) => v >= 100, 'must be at least 100 (milliseconds)'),
   /** Resource actions one worker process runs at once (its database calls share at most 8 connections). */
   KILN_WORKER_CONCURRENCY: int(64),
   /** After SIGTERM, how long in-flight actions may run before they are aborted. */

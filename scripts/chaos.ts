@@ -1,5 +1,5 @@
 /**
- * `npm run chaos [-- --stacks 20 --rounds 8 --workers 4 --kill-every-ms 800 --runs 3]`
+ * `npm run chaos [-- --stacks 20 --rounds 8 --workers 4 --kill-every-ms 800 --pg-down-ms 3000 --runs 3]`
  *
  * The long chaos suite: the same driver as test/reliability/chaos.test.ts,
  * bigger and repeated. Prints one JSON report per run and exits 1 if any
@@ -28,6 +28,7 @@ async function main() {
       workers: num('--workers', 4),
       killEveryMs: num('--kill-every-ms', 800),
       restartPostgres: true,
+      pgDownMs: num('--pg-down-ms', 3000),
       forensicsDir: path.join('.data', 'chaos-failures'),
       log: argv.includes('--verbose') ? (l) => console.log(`  ${l}`) : undefined,
     })

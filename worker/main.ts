@@ -75,6 +75,7 @@ async function main() {
         concurrency: e.KILN_WORKER_CONCURRENCY,
         leaseMs: e.KILN_LEASE_MS,
         heartbeatMs: e.heartbeatMs,
+        idleClaimMs: e.KILN_IDLE_CLAIM_MS,
         shutdownAbortMs: e.KILN_SHUTDOWN_ABORT_MS,
         inline: e.KILN_INLINE_CONTINUATION,
         lazyTypes: e.KILN_LAZY_COMMITS ? stateOnlyTypeNames(registry) : [],

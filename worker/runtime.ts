@@ -4,15 +4,19 @@
  *
  * Every wait has a reason: a NOTIFY (kiln_jobs: work was queued; kiln_abort:
  * stop actions of a stack), a slot becoming free, a reconnect of the LISTEN
- * connection, or a timer (heartbeat; sweep at the earliest lease expiry or
- * deadline). There is no blind polling loop.
+ * connection (jobs queued meanwhile announced themselves to nobody), or a
+ * timer (heartbeat; sweep at the earliest lease expiry or deadline; a claim
+ * after `idleClaimMs` without a notification or a claim, the safety net that
+ * makes a silently lost LISTEN cost seconds instead of a stall). There is no
+ * blind polling loop: an idle worker costs one claim of an empty queue per
+ * `idleClaimMs`.
  *
  * States: starting -> running -> draining (first SIGTERM: no new claims,
  * in-flight actions finish; aborted after shutdownAbortMs) -> stopped.
  */
 import crypto from 'node:crypto'
-import pg from 'pg'
 import type { Db } from '../lib/db/client'
+import { PgListener } from '../lib/db/listener'
 import { claimAndBeginJobs, releaseJobs } from '../lib/db/queries/queue'
 import { heartbeat, nextSweepAt, pruneEvents, registerWorker, setWorkerState, sweep } from '../lib/db/queries/workers'
 import { createStore } from '../lib/db/store'
@@ -26,6 +30,11 @@ import { ActionAborts, type AbortNotice } from './signals'
 
 export type WorkerState = 'starting' | 'running' | 'draining' | 'stopped'
 
+/** How long the LISTEN connection may take to answer a ping before it is replaced. */
+const PING_TIMEOUT_MS = 10_000
+/** The reason of a claim round the idle-claim timer asked for (its log line starts with it). */
+const IDLE_REASON = 'idle timer'
+
 export interface WorkerOptions {
   db: Db
   types: { get(name: string): ResourceType | undefined }
@@ -36,6 +45,8 @@ export interface WorkerOptions {
   concurrency: number
   leaseMs: number
   heartbeatMs: number
+  /** Claim anyway after this long without a kiln_jobs notification or a claim (KILN_IDLE_CLAIM_MS). */
+  idleClaimMs: number
   shutdownAbortMs: number
   inline: boolean
   /** State-only resource types whose steps may commit without waiting for the disk (StoreOptions.lazyTypes); default none. */
@@ -53,7 +64,7 @@ export class WorkerRuntime {
   private readonly slots = new Set<Promise<void>>()
   private readonly deps: DispatchDeps
   private readonly log: Logger
-  private listener: pg.Client | null = null
+  private listener: PgListener | null = null
   private timers = new Set<NodeJS.Timeout>()
   private pumping = false
   /**
@@ -66,10 +77,13 @@ export class WorkerRuntime {
    * nothing while adding a round trip to every burst of finishes.
    */
   private wanted = false
+  /** Why the claim round asked for (and not yet served) was asked for: the first reason since the last round. */
+  private wantedFor = ''
+  /** When this worker last heard of work (a kiln_jobs notification) or claimed: the idle-claim timer counts from here. */
+  private lastHeard = Date.now()
   private lastHeartbeatOk = Date.now()
-  private listenBackoff = 0
-  /** Counters for logs and tests. */
-  readonly stats = { claimed: 0, finished: 0, inline: 0, swept: 0 }
+  /** Counters for logs and tests (`unannounced`: jobs only the idle-claim timer found). */
+  readonly stats = { claimed: 0, finished: 0, inline: 0, swept: 0, unannounced: 0 }
 
   constructor(private readonly opts: WorkerOptions) {
     this.id = opts.id ?? crypto.randomUUID()
@@ -104,6 +118,7 @@ export class WorkerRuntime {
     this.state = 'running'
     this.every(this.opts.heartbeatMs, () => this.beat())
     this.scheduleSweep(0)
+    this.scheduleIdleClaim(this.opts.idleClaimMs)
     const keep = this.opts.maxEventsPerStack
     if (keep) {
       // Timer reason: the event history limit is enforced once a minute, not on every write.
@@ -132,10 +147,10 @@ export class WorkerRuntime {
     await setWorkerState(this.opts.db.pool, this.id, 'stopped').catch(() => {})
     for (const t of this.timers) clearTimeout(t)
     this.timers.clear()
-    await this.listener?.end().catch(() => {})
+    await this.listener?.close()
     this.listener = null
     this.state = 'stopped'
-    this.log.info(`stopped (${this.stats.finished} jobs run, ${this.stats.inline} without a queue hop)`)
+    this.log.info(`stopped (${this.stats.finished} jobs run, ${this.stats.inline} without a queue hop, ${this.stats.unannounced} found only by the idle-claim timer)`)
   }
 
   /** A method, so TypeScript does not narrow `state` across awaits. */
@@ -203,54 +218,64 @@ export class WorkerRuntime {
   }
 
   private async listen(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.opts.db.url, application_name: 'kiln-worker-listen' })
-    client.on('notification', (msg) => {
-      if (msg.channel === 'kiln_jobs') {
-        this.wake('notify')
-        // A new traversal: load its context now, beside the claim (errors are the cache's to forget).
-        if (msg.payload && this.state === 'running') void this.deps.node.traversals.get(msg.payload).catch(() => {})
-      } else if (msg.channel === 'kiln_abort' && msg.payload) {
-        try {
-          const n = this.aborts.notice(JSON.parse(msg.payload) as AbortNotice)
-          if (n) this.log.info(`aborted ${n} action(s): ${msg.payload}`)
-        } catch {
-          /* malformed notice: ignore */
+    this.listener = await PgListener.open({
+      url: this.opts.db.url,
+      channels: ['kiln_jobs', 'kiln_abort'],
+      application: 'kiln-worker-listen',
+      label: 'worker',
+      log: this.log,
+      onNotification: (msg) => {
+        if (msg.channel === 'kiln_jobs') {
+          this.lastHeard = Date.now()
+          this.wake('notify')
+          // A new traversal: load its context now, beside the claim (errors are the cache's to forget).
+          if (msg.payload && this.state === 'running') void this.deps.node.traversals.get(msg.payload).catch(() => {})
+        } else if (msg.channel === 'kiln_abort' && msg.payload) {
+          try {
+            const n = this.aborts.notice(JSON.parse(msg.payload) as AbortNotice)
+            if (n) this.log.info(`aborted ${n} action(s): ${msg.payload}`)
+          } catch {
+            /* malformed notice: ignore */
+          }
+        }
+      },
+      // Jobs queued while nobody listened sent their NOTIFY into the void.
+      onReconnect: () => this.wake('LISTEN connection back'),
+    })
+  }
+
+  /**
+   * The safety net under NOTIFY: after `idleClaimMs` without a kiln_jobs
+   * notification or a claim, claim anyway. Re-armed for what is left of the
+   * period when something was heard meanwhile, so a notification costs no
+   * timer call. A claim it makes that finds jobs means a notification was
+   * lost: it is logged, and the LISTEN connection is asked whether it still
+   * answers (a half-open connection never reports its own death).
+   */
+  private scheduleIdleClaim(delayMs: number) {
+    const t = setTimeout(() => {
+      this.timers.delete(t)
+      if (this.stopped()) return
+      const quiet = Date.now() - this.lastHeard
+      let next = this.opts.idleClaimMs - quiet
+      if (next <= 0) {
+        next = this.opts.idleClaimMs
+        // While the LISTEN connection is known to be down, its return wakes a claim (onReconnect).
+        if (this.listener?.listening) {
+          this.lastHeard = Date.now()
+          this.wake(`${IDLE_REASON}: no notification or claim for ${quiet} ms`)
         }
       }
-    })
-    const reconnect = () => {
-      if (this.listener !== client || this.state === 'stopped' || this.state === 'draining') return
-      this.listener = null
-      client.removeAllListeners('error')
-      client.end().catch(() => {})
-      const delay = Math.min(5000, 100 * 2 ** this.listenBackoff++)
-      this.log.warn(`LISTEN connection lost; reconnecting in ${delay} ms`)
-      const t = setTimeout(() => {
-        this.timers.delete(t)
-        this.listen()
-          .then(() => this.wake('reconnected'))
-          .catch(() => reconnect())
-      }, delay)
-      this.timers.add(t)
-    }
-    client.on('error', reconnect)
-    client.on('end', reconnect)
-    try {
-      await client.connect()
-      await client.query('LISTEN kiln_jobs; LISTEN kiln_abort')
-    } catch (err) {
-      client.removeAllListeners()
-      await client.end().catch(() => {})
-      if (this.state === 'starting') throw err
-      throw err
-    }
-    this.listener = client
-    this.listenBackoff = 0
+      this.scheduleIdleClaim(next)
+    }, delayMs)
+    this.timers.add(t)
   }
 
   /** Ask for a claim round (coalesced). */
-  wake(_reason: string) {
+  wake(reason: string) {
     if (this.state !== 'running') return
+    // The first reason since the last round, except that any other reason replaces the idle timer's.
+    if (!this.wanted || this.wantedFor.startsWith(IDLE_REASON)) this.wantedFor = reason
     this.wanted = true
     if (!this.pumping) void this.pump()
   }
@@ -262,12 +287,23 @@ export class WorkerRuntime {
         const free = this.opts.concurrency - this.inFlight.size
         if (free <= 0) break
         this.wanted = false
+        const reason = this.wantedFor
+        this.lastHeard = Date.now()
         const jobs = await claimAndBeginJobs(this.opts.db.pool, this.id, free, this.opts.leaseMs, this.opts.lazyTypes)
         this.stats.claimed += jobs.length
+        if (jobs.length && reason.startsWith(IDLE_REASON)) this.unannounced(jobs.length, reason)
         for (const job of jobs) this.runSlot(job)
-        if (jobs.length === free) this.wanted = true
+        if (jobs.length === free) {
+          this.wanted = true
+          this.wantedFor = 'the last claim filled every free slot'
+        }
       }
     } catch (err) {
+      if (!this.listener?.listening) {
+        // The database is unreachable: the LISTEN connection's return wakes a claim, rather than a retry every second.
+        this.log.warn(`claim failed: ${(err as Error).message}; claiming again when the LISTEN connection is back`)
+        return
+      }
       this.log.warn(`claim failed: ${(err as Error).message}; retrying in 1 s`)
       const t = setTimeout(() => {
         this.timers.delete(t)
@@ -277,6 +313,13 @@ export class WorkerRuntime {
     } finally {
       this.pumping = false
     }
+  }
+
+  /** A claim of the idle-claim timer found jobs: their notifications were lost (or are still on the way). */
+  private unannounced(n: number, reason: string) {
+    this.stats.unannounced += n
+    this.log.warn(`claimed ${n} job(s) on the ${reason}; checking that the LISTEN connection still answers`)
+    void this.listener?.check(PING_TIMEOUT_MS)
   }
 
   private runSlot(first: ClaimedJob) {

@@ -9,9 +9,17 @@
  * watches each stack it serves (kiln_watch_events), renews the watches on a
  * timer, and re-reads its stacks then, so a watch that lapsed (the database
  * unreachable for longer than its life) delays events, never loses them.
+ *
+ * The LISTEN connection comes back after an outage of any length (PgListener).
+ * While it is down nothing is pushed; when it is back the bridge first checks
+ * what a database crash may have taken back (rewind), then watches and re-reads
+ * every stack it serves, so events written meanwhile reach their rooms, once
+ * each and in order.
  */
 import crypto from 'node:crypto'
-import pg from 'pg'
+import type pg from 'pg'
+import { PgListener } from '../db/listener'
+import { delayFor } from '../db/retry'
 import { watchStackEvents } from '../db/queries/watch'
 import type { Logger } from '../logger'
 import type { StackEventMessage } from './contracts'
@@ -51,16 +59,26 @@ export function rowToMessage(r: Record<string, unknown>): StackEventMessage {
 /** How long a watch lives without renewal, and how often the bridge renews. */
 const WATCH_TTL_MS = 60_000
 const WATCH_RENEW_MS = 20_000
+/** How long the LISTEN connection may take to answer the ping sent with each renewal. */
+const PING_TIMEOUT_MS = 10_000
 
 export function startBridge(opts: { url: string; pool: pg.Pool; rooms: RoomEmitter; log: Logger }): Bridge {
   const lastSeq = new Map<string, number>()
   const projectOf = new Map<string, string>()
   const dirty = new Set<string>()
   let flushing = false
+  let flushFailures = 0
+  let flushRetry: NodeJS.Timeout | null = null
   let closed = false
-  let client: pg.Client | null = null
-  let backoff = 0
   let delivered = 0
+  /**
+   * The LISTEN connection was lost and the rewind after its return has not run
+   * yet: push nothing, since numbers already sent may have been handed out again.
+   */
+  let unsure = false
+  let catchUpFailures = 0
+  /** When the server last (re)started, as this bridge last saw it (pg_postmaster_start_time). */
+  let serverStart: Date | null = null
   const watcher = crypto.randomUUID()
 
   /** Renew the watches of every served stack and re-read them (anything a lapsed watch did not announce). */
@@ -71,15 +89,20 @@ export function startBridge(opts: { url: string; pool: pg.Pool; rooms: RoomEmitt
     void flush()
   }
   // Timer reason: a watch expires unless renewed (so a web server that went away stops costing NOTIFYs).
-  const renewTimer = setInterval(() => void renew().catch((err) => opts.log.warn(`event bridge: renewing watches: ${(err as Error).message}`)), WATCH_RENEW_MS)
+  // The LISTEN connection is asked for an answer at the same time: a half-open one reports nothing by itself.
+  const renewTimer = setInterval(() => {
+    if (lastSeq.size) void listener.check(PING_TIMEOUT_MS)
+    void renew().catch((err) => opts.log.warn(`event bridge: renewing watches: ${(err as Error).message}`))
+  }, WATCH_RENEW_MS)
   renewTimer.unref()
 
   async function flush() {
-    if (flushing) return
+    if (flushing || unsure) return
     flushing = true
+    let stackId: string | undefined
     try {
-      while (dirty.size && !closed) {
-        const stackId = dirty.values().next().value as string
+      while (dirty.size && !closed && !unsure) {
+        stackId = dirty.values().next().value as string
         dirty.delete(stackId)
         const room = `stack:${stackId}`
         const project = projectOf.get(stackId)
@@ -92,7 +115,7 @@ export function startBridge(opts: { url: string; pool: pg.Pool; rooms: RoomEmitt
         }
         for (;;) {
           const { rows } = await opts.pool.query(`SELECT * FROM event WHERE stack_id = $1 AND seq > $2 ORDER BY seq LIMIT 500`, [stackId, lastSeq.get(stackId)])
-          if (!rows.length) break
+          if (!rows.length || unsure) break
           const events = rows.map(rowToMessage)
           lastSeq.set(stackId, events.at(-1)!.seq)
           opts.rooms.emit(room, 'stack:events', { stackId, events })
@@ -100,74 +123,110 @@ export function startBridge(opts: { url: string; pool: pg.Pool; rooms: RoomEmitt
           delivered += events.length
           if (rows.length < 500) break
         }
+        stackId = undefined
       }
+      flushFailures = 0
     } catch (err) {
+      // The stack being read is read again (its events are still owed to its room).
+      if (stackId !== undefined) dirty.add(stackId)
       opts.log.warn(`event bridge: ${(err as Error).message}`)
+      flushFailures++
     } finally {
       flushing = false
-      if (dirty.size && !closed) setTimeout(() => void flush(), 200).unref()
+      if (dirty.size && !closed && !unsure && !flushRetry) {
+        // Timer reason: a read failed (the database restarting?); retried with back-off, not at once.
+        flushRetry = setTimeout(() => {
+          flushRetry = null
+          void flush()
+        }, flushFailures ? delayFor(flushFailures, 200, 5000) : 0)
+        flushRetry.unref()
+      }
     }
   }
 
   /**
-   * After the connection to PostgreSQL was lost: a stack whose last event is
-   * older than the last one sent lost steps in a database crash (lazy commits;
-   * their numbers will be used again). Serve it from what is there, and tell
-   * its room to refetch.
+   * After the LISTEN connection was lost: steps lost in a database crash (lazy
+   * commits) give their event numbers out again when they re-run, possibly
+   * before this bridge is back. For each served stack find the last number
+   * sent that still holds the event it held then: the last one at or below
+   * it written before the server (re)started (events written since carry no
+   * number this bridge sent before the restart). A stack where that is not
+   * the last number sent is served on from there, and its room told to
+   * refetch.
    */
   async function rewind() {
+    const { rows: now } = await opts.pool.query(`SELECT pg_postmaster_start_time() AS started`)
+    const started = now[0].started as Date
+    const restarted = serverStart !== null && started.getTime() !== serverStart.getTime()
+    serverStart = started
     if (!lastSeq.size) return
-    const { rows } = await opts.pool.query(`SELECT id, kiln_last_seq(id) AS seq FROM stack WHERE id = ANY($1::uuid[])`, [[...lastSeq.keys()]])
+    const ids = [...lastSeq.keys()]
+    // Backwards from the last number sent; stops at the first event older than the restart.
+    const { rows } = await opts.pool.query(
+      `SELECT w.id, w.sent, coalesce((SELECT e.seq FROM event e WHERE e.stack_id = w.id AND e.seq <= w.sent AND ($3::timestamptz IS NULL OR e.created_at < $3)
+                                       ORDER BY e.seq DESC LIMIT 1), 0) AS kept
+         FROM unnest($1::uuid[], $2::bigint[]) AS w(id, sent) JOIN stack s ON s.id = w.id`,
+      [ids, ids.map((id) => lastSeq.get(id)), restarted ? started : null],
+    )
     for (const r of rows) {
       const stackId = String(r.id)
-      const have = Number(r.seq)
-      if (have >= (lastSeq.get(stackId) ?? 0)) continue
-      opts.log.warn(`event bridge: stack ${stackId} has events up to ${have} after ${lastSeq.get(stackId)} were sent (lost in a database crash); rooms refetch`)
-      lastSeq.set(stackId, have)
-      opts.rooms.emit(`stack:${stackId}`, 'stack:resync', { stackId, lastSeq: have })
+      const sent = Number(r.sent)
+      const kept = Number(r.kept)
+      // A stack whose position moved meanwhile (a new subscriber's track) is left alone.
+      if (kept >= sent || lastSeq.get(stackId) !== sent) continue
+      opts.log.warn(`event bridge: stack ${stackId} holds the events it held up to ${kept}, after ${sent} were sent (steps lost in a database crash); rooms refetch`)
+      lastSeq.set(stackId, kept)
+      opts.rooms.emit(`stack:${stackId}`, 'stack:resync', { stackId, lastSeq: kept })
     }
   }
 
-  async function connect() {
-    const c = new pg.Client({ connectionString: opts.url, application_name: 'kiln-web-events' })
-    c.on('notification', (msg) => {
+  /** The LISTEN connection is back: rewind if it had been lost, then watch again and re-read every served stack (retried until done). */
+  let catchUpTimer: NodeJS.Timeout | null = null
+  async function catchUp() {
+    if (catchUpTimer) clearTimeout(catchUpTimer)
+    catchUpTimer = null
+    if (closed) return
+    try {
+      if (unsure) {
+        await rewind()
+        unsure = false
+      }
+      await renew()
+      catchUpFailures = 0
+    } catch (err) {
+      if (closed) return
+      opts.log.warn(`event bridge: catching up after the LISTEN connection came back: ${(err as Error).message}`)
+      // Timer reason: the database answered LISTEN but not (yet) this read; try again with back-off.
+      catchUpTimer = setTimeout(() => void catchUp(), delayFor(catchUpFailures++, 200, 5000))
+      catchUpTimer.unref()
+    }
+  }
+
+  const listener = PgListener.openInBackground({
+    url: opts.url,
+    channels: ['kiln_events'],
+    application: 'kiln-web-events',
+    label: 'event bridge',
+    log: opts.log,
+    onNotification: (msg) => {
       if (msg.channel !== 'kiln_events' || !msg.payload) return
       dirty.add(msg.payload)
       void flush()
-    })
-    const retry = () => {
-      if (closed || client !== c) return
-      client = null
-      c.end().catch(() => {})
-      const delay = Math.min(5000, 100 * 2 ** backoff++)
-      opts.log.warn(`event bridge: LISTEN connection lost; reconnecting in ${delay} ms`)
-      setTimeout(() => {
-        connect()
-          .then(async () => {
-            await rewind()
-            // Anything committed while we were away: watch again and re-read every tracked stack.
-            await renew()
-          })
-          .catch(retry)
-      }, delay).unref()
-    }
-    c.on('error', retry)
-    c.on('end', retry)
-    await c.connect()
-    await c.query('LISTEN kiln_events')
-    client = c
-    backoff = 0
-  }
-
-  void connect().catch((err) => opts.log.error(`event bridge: ${(err as Error).message}`))
+    },
+    onLost: () => {
+      unsure = true
+    },
+    onReconnect: () => void catchUp(),
+  })
 
   return {
     get delivered() {
       return delivered
     },
     async track(stackId: string) {
-      const { rows } = await opts.pool.query(`SELECT project_id FROM stack WHERE id = $1`, [stackId])
+      const { rows } = await opts.pool.query(`SELECT project_id, pg_postmaster_start_time() AS started FROM stack WHERE id = $1`, [stackId])
       if (rows[0]) projectOf.set(stackId, String(rows[0].project_id))
+      serverStart ??= (rows[0]?.started as Date | undefined) ?? null
       // Watched first: every event after the number it returns is announced.
       const seq = (await watchStackEvents(opts.pool, watcher, [stackId], WATCH_TTL_MS)).get(stackId) ?? 0
       // A stack already served keeps its position: moving it back would send events the
@@ -179,9 +238,9 @@ export function startBridge(opts: { url: string; pool: pg.Pool; rooms: RoomEmitt
     async close() {
       closed = true
       clearInterval(renewTimer)
-      const c = client
-      client = null
-      await c?.end().catch(() => {})
+      if (flushRetry) clearTimeout(flushRetry)
+      if (catchUpTimer) clearTimeout(catchUpTimer)
+      await listener.close()
     },
   }
 }

@@ -9,68 +9,26 @@
 import pg from 'pg'
 import { expect, test } from 'vitest'
 import { ALL_STACKS, HARNESS_WATCH_MS, watchStackEvents } from '../../lib/db/queries/watch'
-import { createLogger } from '../../lib/logger'
-import { startBridge, type Bridge } from '../../lib/realtime/bridge'
 import type { TestCluster } from '../helpers/cluster'
 import type { TestDatabase } from '../helpers/db'
+import { recordingBridge, seqsOf } from '../helpers/recording-bridge'
+import { tcpProxy } from '../helpers/tcp-proxy'
 import { workerlessCluster } from '../helpers/workerless'
 
 let db: TestDatabase
 let c: TestCluster
 workerlessCluster((d, cl) => ((db = d), (c = cl)))
 
-interface Sent {
-  room: string
-  event: string
-  payload: { stackId: string; lastSeq?: number; events?: { seq: number; reason: string }[] }
-}
-
-/** A bridge whose rooms are all watched; `until` resolves once a sent message matches. */
-function recordingBridge(): { bridge: Bridge; sent: Sent[]; until(match: (m: Sent) => boolean, what: string): Promise<Sent> } {
-  const sent: Sent[] = []
-  const waiters = new Set<() => void>()
-  const bridge = startBridge({
-    url: db.url,
-    pool: c.db.pool,
-    log: createLogger({ level: 'silent' }),
-    rooms: {
-      watched: () => true,
-      emit: (room, event, payload) => {
-        sent.push({ room, event, payload: payload as Sent['payload'] })
-        for (const w of waiters) w()
-      },
-    },
-  })
-  const until = (match: (m: Sent) => boolean, what: string) =>
-    new Promise<Sent>((resolve, reject) => {
-      const check = () => {
-        const hit = sent.find(match)
-        if (!hit) return
-        waiters.delete(check)
-        clearTimeout(timer)
-        resolve(hit)
-      }
-      // Timer reason: a test must fail rather than hang when the message never comes.
-      const timer = setTimeout(() => {
-        waiters.delete(check)
-        reject(new Error(`timed out waiting for ${what}; sent: ${JSON.stringify(sent)}`))
-      }, 10_000)
-      waiters.add(check)
-      check()
-    })
-  return { bridge, sent, until }
-}
+/** A bridge whose rooms are all watched, LISTENing on this file's database (or through `url`). */
+const recording = (url = db.url) => recordingBridge({ url, pool: c.db.pool })
 
 const emit = (stackId: string, reasons: string[]) =>
   c.db.pool.query('SELECT kiln_emit($1, $2)', [stackId, JSON.stringify(reasons.map((reason) => ({ kind: 'node', resource_name: 'x', reason, data: {} })))])
 
-const seqsOf = (sent: Sent[], stackId: string) =>
-  sent.filter((m) => m.event === 'stack:events' && m.payload.stackId === stackId).flatMap((m) => m.payload.events!.map((e) => `${e.seq}:${e.reason}`))
-
 test('after a crash lost steps, the room is told to refetch and the reused numbers are served', async () => {
   const res = await c.services.create(c.actor, { name: 'bridge-rewind', template: 'heat_template_version: 2018-08-31\nresources:\n  x: {type: OS::Heat::None}\n' })
   const stackId = res.stack.id
-  const { bridge, sent, until } = recordingBridge()
+  const { bridge, sent, until } = recording()
   try {
     // The LISTEN connection is opened in the background; track() reads through the pool.
     await c.waitFor(async () => (await c.db.pool.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'kiln-web-events' AND datname = current_database()`)).rows[0].n === 1, 10_000, 'the bridge to LISTEN', 50)
@@ -90,6 +48,39 @@ test('after a crash lost steps, the room is told to refetch and the reused numbe
     await until(() => seqsOf(sent, stackId).includes(`${m + 2}:two again`), 'the re-run event')
   } finally {
     await bridge.close()
+  }
+})
+
+test('events written while the LISTEN connection cannot come back reach the room when it does: once each, in order', async () => {
+  const res = await c.services.create(c.actor, { name: 'bridge-outage', template: 'heat_template_version: 2018-08-31\nresources:\n  x: {type: OS::Heat::None}\n' })
+  const stackId = res.stack.id
+  // The bridge LISTENs through a proxy that can refuse it; its reads (the pool) go straight to the database.
+  const proxy = await tcpProxy(db.url)
+  const { bridge, sent, logs, until, untilLog } = recording(proxy.url)
+  try {
+    await c.waitFor(async () => (await c.db.pool.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'kiln-web-events' AND datname = current_database()`)).rows[0].n === 1, 10_000, 'the bridge to LISTEN', 50)
+    const m = await bridge.track(stackId)
+    await emit(stackId, ['before'])
+    await until(() => seqsOf(sent, stackId).length === 1, 'the first event')
+
+    proxy.refuse()
+    await untilLog(/event bridge: LISTEN connection lost/, 'the bridge to see its connection go')
+    await emit(stackId, ['while down 1'])
+    await emit(stackId, ['while down 2'])
+    // Longer than the first back-off steps: the third attempt to reconnect has failed too.
+    await untilLog(/reconnect attempt 3 failed/, 'three failed reconnect attempts')
+    proxy.accept()
+
+    await until(() => seqsOf(sent, stackId).length === 3, 'the events written while the connection was down')
+    await emit(stackId, ['after'])
+    await until(() => seqsOf(sent, stackId).length === 4, 'a live event after the outage')
+    expect(seqsOf(sent, stackId)).toEqual([`${m + 1}:before`, `${m + 2}:while down 1`, `${m + 3}:while down 2`, `${m + 4}:after`])
+    expect(sent.filter((x) => x.event === 'stack:resync')).toEqual([])
+    // One outage, logged when it began and when it ended, not once per attempt.
+    expect(logs.filter((l) => / WARN .*LISTEN connection (lost|back)/.test(l)).map((l) => l.replace(/.*LISTEN connection (\w+).*/, '$1'))).toEqual(['lost', 'back'])
+  } finally {
+    await bridge.close()
+    await proxy.close()
   }
 })
 
@@ -165,7 +156,7 @@ test('a step notifies only for a watched stack; a watch taken while a step numbe
     expect(await listener.drain()).toEqual([])
 
     // The bridge watches what it serves.
-    const { bridge, sent, until } = recordingBridge()
+    const { bridge, sent, until } = recording()
     try {
       await c.waitFor(async () => (await c.db.pool.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'kiln-web-events' AND datname = current_database()`)).rows[0].n === 1, 10_000, 'the bridge to LISTEN', 50)
       const m = await bridge.track(stackId)

@@ -85,7 +85,8 @@ export class TestCluster {
     for (const w of this.waiters) w()
   }
 
-  spawnWorker(): WorkerProc {
+  /** Start one more worker process (`env`: variables for this one only, over the cluster's). */
+  spawnWorker(env: Record<string, string> = {}): WorkerProc {
     const w: WorkerProc = { proc: null as unknown as ChildProcess, id: null, output: [] }
     w.proc = spawn(process.execPath, ['--import', 'tsx', 'worker/main.ts'], {
       env: childEnv({
@@ -96,6 +97,7 @@ export class TestCluster {
         KILN_LOG_LEVEL: 'warn',
         KILN_SHUTDOWN_ABORT_MS: '5000',
         ...this.opts.env,
+        ...env,
       }),
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
     })

@@ -8,8 +8,13 @@
  * overlapping updates, updates that fail (and roll back), cancels with and
  * without rollback, and finally a good update or a delete for every stack;
  * meanwhile a killer SIGKILLs random workers and starts new ones, and
- * PostgreSQL itself is restarted once. Afterwards every stack must be in the
- * state its last accepted operation asked for, and the invariants must hold.
+ * PostgreSQL itself is restarted once; once it is back, new stacks are
+ * created and driven like the others. When everything has settled and no
+ * worker is killed any more, PostgreSQL is restarted again while every worker
+ * idles, and new stacks are created and one stack deleted: with no lease
+ * running out and no fresh worker, only a worker that LISTENs again (or its
+ * idle-claim timer) runs them. Afterwards every stack must be in the state its
+ * last accepted operation asked for, and the invariants must hold.
  */
 import fs from 'node:fs'
 import path from 'node:path'
@@ -27,6 +32,10 @@ export interface ChaosOptions {
   /** mean milliseconds between kills */
   killEveryMs: number
   restartPostgres: boolean
+  /** how long PostgreSQL stays down (default 800 ms) */
+  pgDownMs?: number
+  /** stacks created once PostgreSQL is back, mid-run and again after the quiet restart (default a quarter of `stacks`, at least 2) */
+  stacksAfterRestart?: number
   log?: (line: string) => void
   /** where to write the trail of the stacks a violation names (see chaos-forensics.ts) */
   forensicsDir?: string
@@ -34,6 +43,8 @@ export interface ChaosOptions {
 
 export interface ChaosReport {
   stacks: number
+  /** of which created after a restart (mid-run, and after the quiet restart at the end) */
+  stacksAfterRestart: number
   operations: number
   rejected: number
   kills: number
@@ -74,7 +85,8 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   const pg = await ownPostgres('chaos')
   const url = pg.url
   const c = await TestCluster.start(url, { workers: o.workers, leaseMs: 1500, concurrency: 8, env: { KILN_LOG_LEVEL: 'error' } })
-  const report: ChaosReport = { stacks: o.stacks, operations: 0, rejected: 0, kills: 0, postgresRestarts: 0, recoveryMs: [], settleMs: 0, lateJobs: 0, violations: [] }
+  const afterRestart = o.restartPostgres ? (o.stacksAfterRestart ?? Math.max(2, Math.ceil(o.stacks / 4))) : 0
+  const report: ChaosReport = { stacks: o.stacks + 2 * afterRestart, stacksAfterRestart: 2 * afterRestart, operations: 0, rejected: 0, kills: 0, postgresRestarts: 0, recoveryMs: [], settleMs: 0, lateJobs: 0, violations: [] }
   let pgDown: Promise<void> | null = null
   let running = true
 
@@ -114,21 +126,6 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       await Promise.all(measures)
     })()
 
-    // ---- PostgreSQL restart, once, in the middle ----
-    const restarter = o.restartPostgres
-      ? (async () => {
-          await sleep(2500 + rnd(1500))
-          let release!: () => void
-          pgDown = new Promise((r) => (release = r))
-          log('restarting PostgreSQL')
-          await pg.restart(800)
-          report.postgresRestarts++
-          log('PostgreSQL is back')
-          pgDown = null
-          release()
-        })()
-      : Promise.resolve()
-
     // ---- the driver ----
     const finals = new Map<string, Final>()
     const shapes = new Map<string, 'chain' | 'layered'>()
@@ -160,15 +157,17 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
         }
       }
     }
-    const drive = async (i: number) => {
+    /** `retryCreate`: a stack created after a restart must exist, so its create is retried like a final operation. */
+    const drive = async (i: number, retryCreate = false) => {
       const name = `chaos-${i}`
       const shape = i % 2 ? 'chain' : 'layered'
       shapes.set(name, shape)
       let size = 4 + rnd(5)
       let id: string | null = null
+      // (PostgreSQL is up by then, so a retry follows a call that failed before reaching it.)
       await submit(`${name} create s0 (${size})`, async () => {
         id = (await c.services.create(c.actor, { name, template: chaosTemplate(name, 's0', size, shape, { delay: 0.2 }) })).stack.id
-      })
+      }, retryCreate)
       if (!id) return
       const stackId: string = id
       finals.set(stackId, { kind: 'update', seed: 's0', size })
@@ -203,14 +202,61 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
           finals.set(stackId, { kind: 'update', seed: 'final', size: nsize })
       }
     }
-    await Promise.all(Array.from({ length: o.stacks }, (_, i) => drive(i)))
+
+    // ---- PostgreSQL restart, once, in the middle; then new stacks ----
+    const restarter = o.restartPostgres
+      ? (async () => {
+          await sleep(2500 + rnd(1500))
+          let release!: () => void
+          pgDown = new Promise((r) => (release = r))
+          log('restarting PostgreSQL')
+          await pg.restart(o.pgDownMs ?? 800)
+          report.postgresRestarts++
+          log('PostgreSQL is back')
+          pgDown = null
+          release()
+          await Promise.all(Array.from({ length: afterRestart }, (_, j) => drive(o.stacks + j, true)))
+        })()
+      : Promise.resolve()
+
+    await Promise.all([...Array.from({ length: o.stacks }, (_, i) => drive(i)), restarter])
     await sleep(1500) // keep killing while the final operations run
     running = false
-    await Promise.all([killer, restarter])
+    await killer
     // every killed worker replaced; the system must now converge on its own
     const settleStart = Date.now()
     for (const id of finals.keys()) await c.settle(id, 120_000).catch((e: Error) => void report.violations.push(`stack ${id} did not settle: ${e.message.slice(0, 2000)}`))
     report.settleMs = Date.now() - settleStart
+
+    // ---- a quiet restart: PostgreSQL down while every worker idles, then new work ----
+    if (o.restartPostgres) {
+      // A worker still starting would LISTEN from scratch after the restart and hide one that never LISTENs again.
+      await c.waitFor(async () => c.workers.every((w) => w.id !== null || w.proc.exitCode !== null || w.proc.signalCode !== null), 60_000, 'every worker to be up')
+      log('restarting PostgreSQL with every worker idle')
+      await pg.restart(o.pgDownMs ?? 800)
+      report.postgresRestarts++
+      log('PostgreSQL is back; new stacks, and a delete')
+      const quiet: Promise<unknown>[] = []
+      for (let j = 0; j < afterRestart; j++) {
+        const name = `chaos-${o.stacks + afterRestart + j}`
+        const size = 3 + rnd(4)
+        quiet.push(
+          submit(`${name} create q (${size})`, async () => {
+            const id = (await c.services.create(c.actor, { name, template: chaosTemplate(name, 'q', size, j % 2 ? 'chain' : 'layered', { delay: 0.1 }) })).stack.id
+            finals.set(id, { kind: 'update', seed: 'q', size })
+          }, true),
+        )
+      }
+      const doomed = [...finals].find(([, f]) => f.kind === 'update')?.[0]
+      if (doomed)
+        quiet.push(
+          submit(`delete ${doomed} after the quiet restart`, () => c.services.delete(c.actor, doomed), true, (err) => err instanceof NotFoundError).then((ok) => {
+            if (ok) finals.set(doomed, { kind: 'delete' })
+          }),
+        )
+      await Promise.all(quiet)
+      for (const id of finals.keys()) await c.settle(id, 60_000).catch((e: Error) => void report.violations.push(`stack ${id} did not settle after the quiet restart: ${e.message.slice(0, 2000)}`))
+    }
 
     // ---- invariants ----
     const v = report.violations

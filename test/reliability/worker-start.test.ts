@@ -20,11 +20,11 @@ afterAll(async () => {
 })
 
 test('a worker started while PostgreSQL is down waits for it, then runs traversals', { timeout: 90_000 }, async () => {
-  const restarting = pg.restart(4000)
-  // A fast shutdown takes well under a second; the server then stays down for four.
-  await new Promise((r) => setTimeout(r, 1500))
+  await pg.down()
   const w = c.spawnWorker()
-  await restarting
+  // Held down until the worker has met it down (or exited).
+  await c.waitFor(async () => /database not reachable yet/.test(w.output.join('')) || w.proc.exitCode !== null, 60_000, 'the worker to find the database down', 100)
+  await pg.up()
   await c.waitFor(async () => w.id !== null || w.proc.exitCode !== null, 60_000, 'the worker to start or exit', 100)
   expect(w.proc.exitCode, w.output.join('')).toBeNull()
   expect(w.output.join('')).toMatch(/database not reachable yet/)
