@@ -17,6 +17,8 @@ export function typeConfigFrom(e: Env, databaseUrl: string): ResourceTypeConfig 
     workspaceQuotaBytes: e.KILN_WORKSPACE_QUOTA_BYTES,
     targetDatabaseUrl: e.KILN_TARGET_DATABASE_URL ?? databaseUrl,
     tenantConnectionLimit: e.KILN_TENANT_CONNECTION_LIMIT,
+    // Workers do not bind the web server's port: its configured value names it.
+    publicUrl: publicUrlFrom(e, e.PORT),
   }
 }
 

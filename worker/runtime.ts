@@ -93,6 +93,7 @@ export class WorkerRuntime {
       leaseMs: opts.leaseMs,
       lazyTypes: opts.lazyTypes,
       onRetry: (what, err) => this.log.warn(`retrying ${what} after: ${(err as Error).message}`),
+      listen: { url: opts.db.url, log: this.log },
     })
     this.deps = {
       pool: opts.db.pool,

@@ -11,7 +11,9 @@ import type { Principal } from '../services/accounts'
 import type { PreviewItem } from '../services/preview'
 import { MASK } from '../services/reads'
 import { actorOf, type ApiDeps } from './deps'
-import { HttpError, intParam, json, Router, type RouteContext } from './http'
+import { HttpError, intParam, json, parse, Router, type RouteContext } from './http'
+import { SignalBody } from './schemas'
+import { signalFrom, type SignalService } from '../services/signals'
 import { validateLeniently } from './kiln-routes'
 
 const heatTime = (iso: string | null) => (iso ? iso.replace(/\.\d+Z$/, 'Z') : null)
@@ -19,7 +21,7 @@ const HEAT_TYPES: Record<string, string> = { string: 'String', number: 'Number',
 
 type Ctx = RouteContext<Principal>
 
-export function heatRoutes(d: ApiDeps, router: Router<Principal>): void {
+export function heatRoutes(d: ApiDeps, router: Router<Principal>, signals: SignalService): void {
   // Links and redirects name the configured public URL, never the request's Host header (which the client chooses).
   const base = (c: Ctx) => `${d.publicUrl()}/v1/${c.params.project}`
   const stackLink = (c: Ctx, s: { id: string; name: string }) => `${base(c)}/stacks/${encodeURIComponent(s.name)}/${s.id}`
@@ -240,6 +242,13 @@ export function heatRoutes(d: ApiDeps, router: Router<Principal>): void {
       if (!r) throw new HttpError(404, 'not_found', `The Resource (${c.params.resource}) could not be found.`)
       return json({ resource: { ...resourceBody(c, s, r, rows), attributes: r.attributes, description: '', metadata: {} } })
     })
+    // Heat's resource-signal: 200 with no body.
+    .add('POST', '/v1/:project/stacks/:name/:id/resources/:resource/signal', async (c) => {
+      const s = await identified(c)
+      const body = parse(SignalBody, await c.json())
+      await signals.signal(signalFrom(c.principal), String(s.id), c.params.resource!, body)
+      return json(null)
+    }, { signalToken: true })
     .add('GET', '/v1/:project/stacks/:name/:id/events', async (c) => {
       const s = await identified(c)
       return json({ events: await heatEvents(c, s, null) })

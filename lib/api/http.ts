@@ -63,6 +63,8 @@ interface Route<P> {
   keys: string[]
   handler: Handler<P>
   public: boolean
+  /** Also takes a wait condition handle's own token (the signal routes). */
+  signalToken: boolean
 }
 
 export class Router<P> {
@@ -70,7 +72,7 @@ export class Router<P> {
   private sorted: Route<P>[] | null = null
 
   /** Register a handler for a path (or several paths: aliases with the same handler). */
-  add(method: string, path: string | string[], handler: Handler<P>, opts: { public?: boolean } = {}): this {
+  add(method: string, path: string | string[], handler: Handler<P>, opts: { public?: boolean; signalToken?: boolean } = {}): this {
     if (Array.isArray(path)) {
       for (const p of path) this.add(method, p, handler, opts)
       return this
@@ -84,7 +86,7 @@ export class Router<P> {
         }) +
         '/?$',
     )
-    this.routes.push({ method, pattern, keys, handler, public: opts.public === true })
+    this.routes.push({ method, pattern, keys, handler, public: opts.public === true, signalToken: opts.signalToken === true })
     this.sorted = null
     return this
   }

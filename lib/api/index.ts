@@ -18,19 +18,26 @@ import { heatError } from './heat-errors'
 import { heatRoutes } from './heat-routes'
 import { clientInputError, errorResponse, HttpError, json, parseJsonBody, readBody, Router, sessionCookie, tooManyAttempts, unauthorized, type ClientInfo } from './http'
 import { kilnRoutes } from './kiln-routes'
+import { createSignalService } from '../services/signals'
+import { SIGNAL_TOKEN_PREFIX } from '../resources/builtin/wait-condition'
 
 const SAFE = new Set(['GET', 'HEAD', 'OPTIONS'])
 
 export function createApi(d: ApiDeps): (req: Request, client?: ClientInfo) => Promise<Response> {
   const router = new Router<Principal>()
-  kilnRoutes(d, router)
-  heatRoutes(d, router)
+  const signals = createSignalService(d.db.pool)
+  kilnRoutes(d, router, signals)
+  heatRoutes(d, router, signals)
 
-  async function authenticate(req: Request, url: URL, heat: boolean, client: ClientInfo): Promise<Principal> {
+  async function authenticate(req: Request, url: URL, heat: boolean, client: ClientInfo, signalToken: boolean): Promise<Principal> {
     const header = req.headers.get('x-auth-token') ?? /^Bearer\s+(.+)$/i.exec(req.headers.get('authorization') ?? '')?.[1]?.trim()
     if (header) {
       const wait = await d.failedAttempts.retryAfter(client.address)
       if (wait) throw tooManyAttempts(wait)
+      if (signalToken && header.startsWith(SIGNAL_TOKEN_PREFIX)) {
+        const h = await signals.tokenHandle(header)
+        if (h) return { tokenId: h.uuid, tokenName: `the signal token of ${h.name}`, projectId: h.projectId, projectName: '', role: 'signal', expiresAt: null, via: 'signal', signalHandle: h.uuid, csrfToken: null }
+      }
       const p = await d.accounts.byToken(header)
       if (!p) {
         await d.failedAttempts.failed(client.address)
@@ -67,7 +74,7 @@ export function createApi(d: ApiDeps): (req: Request, client?: ClientInfo) => Pr
         const allow = [...new Set(m.allowed)].join(', ')
         throw new HttpError(405, 'method_not_allowed', `${req.method} is not allowed here; use ${allow}`, {}, { allow })
       }
-      const principal = m.route.public ? (null as unknown as Principal) : await authenticate(req, url, heat, client)
+      const principal = m.route.public ? (null as unknown as Principal) : await authenticate(req, url, heat, client, m.route.signalToken)
       // Read before the route runs, whether or not it uses the body: a body found to be over the limit
       // while reading (chunked, no Content-Length) is refused too, never ignored. Decoded only if used.
       const body = await readBody(req, d.maxBodyBytes)

@@ -12,11 +12,12 @@ import { ForbiddenError, ValidationError } from '../services/errors'
 import { actorOf, type ApiDeps } from './deps'
 import { HttpError, intParam, json, parse, Router, sessionCookie, tooManyAttempts } from './http'
 import { openApiDocument } from './openapi'
-import { CancelBody, CreateBody, LoginBody, ProjectBody, TokenBody, UpdateBody, ValidateBody } from './schemas'
+import { signalFrom, type SignalService } from '../services/signals'
+import { CancelBody, CreateBody, SignalBody, LoginBody, ProjectBody, TokenBody, UpdateBody, ValidateBody } from './schemas'
 
 const GRAPH_FORMATS = ['json', 'dot', 'graphml'] as const
 
-export function kilnRoutes(d: ApiDeps, router: Router<Principal>): void {
+export function kilnRoutes(d: ApiDeps, router: Router<Principal>, signals: SignalService): void {
   const accepted = (res: { stack: { id: string; name: string }; traversalId: string | null; action: string; superseded: string | null }, status = 202) =>
     json({ stack: res.stack, action: res.action, traversalId: res.traversalId, superseded: res.superseded }, status)
 
@@ -120,6 +121,11 @@ export function kilnRoutes(d: ApiDeps, router: Router<Principal>): void {
     .add('POST', '/api/stacks/:stack/cancel', async (c) => accepted(await d.stacks.cancel(actorOf(c.principal), c.params.stack!, parse(CancelBody, await c.json()))))
     .add('POST', '/api/stacks/:stack/rollback', async (c) => accepted(await d.stacks.rollback(actorOf(c.principal), c.params.stack!)))
     .add('POST', '/api/stacks/:stack/check', async (c) => accepted(await d.stacks.check(actorOf(c.principal), c.params.stack!)))
+    .add('POST', '/api/stacks/:stack/resources/:resource/signal', async (c) => {
+      const body = parse(SignalBody, await c.json())
+      const stack = await d.reads.stackRow(actorOf(c.principal), c.params.stack!)
+      return json({ signal: await signals.signal(signalFrom(c.principal), String(stack.id), c.params.resource!, body) })
+    }, { signalToken: true })
     .add('GET', '/api/stacks/:stack/resources', async (c) => json({ resources: await d.reads.resources(actorOf(c.principal), c.params.stack!, { all: c.url.searchParams.get('all') === 'true' || c.url.searchParams.get('all') === '1' }) }))
     .add('GET', '/api/stacks/:stack/events', async (c) => {
       const q = c.url.searchParams

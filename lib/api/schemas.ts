@@ -22,6 +22,15 @@ export const UpdateBody = z.object({
   timeoutMins: z.number().int().min(1).max(7 * 24 * 60).optional(),
   disableRollback: z.boolean().optional(),
 }).strict()
+/** A signal to a wait condition handle, as Heat takes it (every key optional; status SUCCESS by default). */
+export const SignalBody = z
+  .object({
+    status: z.enum(['SUCCESS', 'FAILURE']).optional(),
+    reason: z.string().max(4096).optional(),
+    data: z.unknown().optional(),
+    id: z.union([z.string().min(1).max(255), z.number().int()]).optional(),
+  })
+  .strict()
 export const CancelBody = z.object({ rollback: z.boolean().default(true) }).strict()
 export const ValidateBody = z.object({ ...submission, strict: z.boolean().optional() }).strict()
 export const LoginBody = z.object({ token: z.string().min(1).max(200) }).strict()

@@ -6,6 +6,9 @@ import { StepBatcher } from './step-batcher'
 import { beginNode, finishNode, finishNodes, markInProgress, recordIntent, replaceNode, replaceNodes, reportProgress } from './queries/node'
 import { outsideObjectStore } from './queries/outside-objects'
 import { loadTraversal } from './queries/traversal'
+import { clearSignals, listSignals } from './queries/signals'
+import { signalStore } from './signal-waits'
+import type { Logger } from '../logger'
 
 export interface StoreOptions {
   workerId: string
@@ -18,6 +21,8 @@ export interface StoreOptions {
   lazyTypes?: readonly string[]
   /** Called when a call is retried after a transient error (lost connection, deadlock). */
   onRetry?: (what: string, err: unknown) => void
+  /** Where a wait for resource signals LISTENs (OS::Heat::WaitCondition); without it such a wait fails at once. */
+  listen?: { url: string; log: Logger }
 }
 
 /**
@@ -44,9 +49,16 @@ export function createStore(pool: pg.Pool, opts: StoreOptions): ConvergenceStore
     finishNode: (job, req) => finishes.submit(job, req),
     replaceNode: (job, req) => replaces.submit(job, req),
     markInProgress: (job, action) => retry('mark', () => markInProgress(pool, workerId, job, action, lazyTypes)),
-    recordIntent: (job, properties) => retry('intent', () => recordIntent(pool, workerId, job, properties)),
+    recordIntent: (job, properties, requires) => retry('intent', () => recordIntent(pool, workerId, job, properties, requires)),
     reportProgress: (job, message, fraction) => reportProgress(pool, workerId, job, message, fraction).catch(() => {}),
     loadTraversal: (id) => retry('load', () => loadTraversal(pool, id)),
     objects: outsideObjectStore(pool, retry),
+    signals: opts.listen
+      ? signalStore(pool, opts.listen)
+      : {
+          waitFor: () => Promise.reject(new Error('this worker cannot wait for signals (its store has no LISTEN connection)')),
+          list: (stackId, handle) => listSignals(pool, stackId, handle),
+          clear: (stackId, handle) => clearSignals(pool, stackId, handle),
+        },
   }
 }

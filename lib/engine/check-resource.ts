@@ -196,7 +196,10 @@ class NodeRun {
   private fail(action: ResourceAction, reason: string, aborted = false): Promise<NodeResult> {
     const text = this.redact(aborted ? reason : `Resource ${action} failed: ${reason}`)
     this.log.warn(text)
-    return this.finish({ ok: false, reason: text, set: { action, status: 'FAILED', statusReason: text }, resourceEvent: true }, 'failed')
+    // A failed create or update may have made or changed something that uses what this node's inputs
+    // are: its row is cleaned up before them (Heat keeps the union of the old and the new requires).
+    const requires = action === 'CREATE' || action === 'UPDATE' ? [...new Set([...this.row.requires, ...this.requires()])].sort((a, b) => b - a) : undefined
+    return this.finish({ ok: false, reason: text, set: { action, status: 'FAILED', statusReason: text, ...(requires ? { requires } : {}) }, resourceEvent: true }, 'failed')
   }
 
   private requires(): number[] {
@@ -226,6 +229,11 @@ class NodeRun {
       log: this.log,
       config: this.deps.typeConfig,
       objects: bindOutsideObjects(this.deps.store.objects, owner),
+      signals: {
+        waitFor: (handle, count, timeoutMs) => this.deps.store.signals.waitFor(owner.stackId, handle, count, timeoutMs, signal),
+        list: (handle) => this.deps.store.signals.list(owner.stackId, handle),
+        clear: (handle) => this.deps.store.signals.clear(owner.stackId, handle),
+      },
     }
   }
 
@@ -320,7 +328,7 @@ class NodeRun {
       case 'create': {
         // Write-ahead for effects outside Kiln: if this worker dies after the create made
         // something and before its result is stored, the row's cleanup still finds it.
-        if (!type.stateOnly && !(await this.deps.store.recordIntent(this.job, props))) {
+        if (!type.stateOnly && !(await this.deps.store.recordIntent(this.job, props, this.requires()))) {
           this.log.warn('lock lost before the create ran')
           return { outcome: 'lock_lost', next: [] }
         }

@@ -3,7 +3,7 @@
  * lib/db/store.ts (PostgreSQL); every method is one short transaction, and
  * none is held open across a resource action.
  */
-import type { ClaimOutcome, OutsideOwner, OutsideRecord, OutsideRef } from '../resources/types'
+import type { ClaimOutcome, OutsideOwner, OutsideRecord, OutsideRef, ResourceSignal, SignalWaitOutcome } from '../resources/types'
 import type { NodeKey, NodePayload, ResourceAction, ResourceStatus, StackAction, TraversalGraph } from './types'
 
 export type JobKind = 'check_resource' | 'rollback'
@@ -163,14 +163,25 @@ export interface OutsideObjectStore {
   forget(owner: OutsideOwner, refs: OutsideRef[]): Promise<void>
 }
 
+/** Signals sent to resources (OS::Heat::WaitConditionHandle); ResourceContext.signals binds them to a stack and an action. */
+export interface SignalStore {
+  waitFor(stackId: string, handle: string, count: number, timeoutMs: number, signal: AbortSignal): Promise<SignalWaitOutcome>
+  list(stackId: string, handle: string): Promise<ResourceSignal[]>
+  clear(stackId: string, handle: string): Promise<void>
+}
+
 export interface ConvergenceStore {
   beginNode(job: ClaimedJob): Promise<BeginResult>
   finishNode(job: ClaimedJob, req: FinishRequest): Promise<FinishResult>
   replaceNode(job: ClaimedJob, req: ReplaceRequest): Promise<ReplaceResult>
   markInProgress(job: ClaimedJob, action: ResourceAction): Promise<boolean>
-  /** Store the properties a create with outside effects is about to use; false: the lock is lost, do not act. */
-  recordIntent(job: ClaimedJob, properties: Record<string, unknown>): Promise<boolean>
+  /**
+   * Store the properties a create with outside effects is about to use, and the rows it is made
+   * from (`requires`, so a traversal planned meanwhile cleans it up first); false: the lock is lost, do not act.
+   */
+  recordIntent(job: ClaimedJob, properties: Record<string, unknown>, requires: number[]): Promise<boolean>
   reportProgress(job: ClaimedJob, message: string, fraction: number | null): Promise<void>
   loadTraversal(traversalId: string): Promise<StoredTraversal | null>
   objects: OutsideObjectStore
+  signals: SignalStore
 }

@@ -9,6 +9,7 @@ import { fileResource } from './builtin/file'
 import { postgresDatabaseResource } from './builtin/postgres-database'
 import { noneResource, randomStringResource, valueResource } from './builtin/simple'
 import { testResource } from './builtin/test-resource'
+import { waitConditionHandleResource, waitConditionResource } from './builtin/wait-condition'
 import { validateProperties } from './schema'
 import type { PropertySchema, ResourceType } from './types'
 
@@ -19,7 +20,7 @@ export interface Registry {
 }
 
 export function builtinTypes(): ResourceType[] {
-  return [testResource, noneResource, valueResource, randomStringResource, fileResource, postgresDatabaseResource]
+  return [testResource, noneResource, valueResource, randomStringResource, waitConditionHandleResource, waitConditionResource, fileResource, postgresDatabaseResource]
 }
 
 export function createRegistry(types: ResourceType[]): Registry {

@@ -91,6 +91,8 @@ export interface ResourceTypeConfig {
   targetDatabaseUrl?: string
   /** Connections each tenant login role may hold at once (KILN_TENANT_CONNECTION_LIMIT; default DEFAULT_TENANT_CONNECTION_LIMIT). */
   tenantConnectionLimit?: number
+  /** The URL clients reach Kiln at (KILN_PUBLIC_URL): where a wait condition handle is signalled. */
+  publicUrl?: string
 }
 
 export const DEFAULT_WORKSPACE_QUOTA_BYTES = 64 * 1024 * 1024
@@ -179,6 +181,37 @@ export interface ResourceContext {
   config: ResourceTypeConfig
   /** Kiln's records of the objects outside Kiln this row makes (Kiln's database). */
   objects: OutsideObjects
+  /** Signals sent to this stack's resources (OS::Heat::WaitConditionHandle), by handle (its physical id). */
+  signals: ResourceSignals
+}
+
+/** One signal sent to a handle: `POST …/resources/<handle>/signal`. */
+export interface ResourceSignal {
+  id: string
+  status: 'SUCCESS' | 'FAILURE'
+  reason: string
+  data: unknown
+}
+
+export type SignalWaitOutcome =
+  /** `count` SUCCESS signals arrived */
+  | { kind: 'done'; signals: ResourceSignal[] }
+  /** a FAILURE signal arrived */
+  | { kind: 'failed'; signals: ResourceSignal[] }
+  /** the time ran out first */
+  | { kind: 'timeout'; signals: ResourceSignal[] }
+
+export interface ResourceSignals {
+  /**
+   * Wait until `count` SUCCESS signals of the handle are stored, or one
+   * FAILURE, or `timeoutMs` passes. Woken by the notification each signal
+   * sends (no polling); holds no database connection while it waits; rejects
+   * when the action's signal aborts.
+   */
+  waitFor(handle: string, count: number, timeoutMs: number): Promise<SignalWaitOutcome>
+  list(handle: string): Promise<ResourceSignal[]>
+  /** Forget the handle's signals (the handle is deleted). */
+  clear(handle: string): Promise<void>
 }
 
 /** What the engine stored after the previous successful action. */

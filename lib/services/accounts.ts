@@ -10,7 +10,9 @@ import { endSession, revokeToken } from '../db/queries/revocations'
 import { ConflictError, ForbiddenError, NotFoundError, ValidationError } from './errors'
 
 export interface Principal extends TokenPrincipal {
-  via: 'token' | 'session'
+  /** `signal`: a wait condition handle's own token, which may only signal that handle (`signalHandle`, its row uuid). */
+  via: 'token' | 'session' | 'signal'
+  signalHandle?: string
   /** For session principals: the CSRF token state-changing requests must echo. */
   csrfToken: string | null
 }

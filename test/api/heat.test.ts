@@ -64,6 +64,30 @@ outputs:
     value: { get_attr: [b, output] }
 `
 
+/** `template(value)` with a gate in front of `a`: a wait condition that only a signal to gate_handle releases. */
+const gatedTemplate = (value: string) => `heat_template_version: 2018-08-31
+resources:
+  gate_handle:
+    type: OS::Heat::WaitConditionHandle
+  gate:
+    type: OS::Heat::WaitCondition
+    properties:
+      handle: { get_resource: gate_handle }
+      timeout: 3600
+  a:
+    type: OS::Heat::TestResource
+    depends_on: gate
+    properties:
+      value: ${value}
+  b:
+    type: OS::Heat::TestResource
+    properties:
+      value: { get_attr: [a, output] }
+outputs:
+  result:
+    value: { get_attr: [b, output] }
+`
+
 describe('Heat API v1 wire format', () => {
   test('create -> 201 with a self link; /stacks/{name} redirects; show has Heat field names', async () => {
     const p = `/v1/${api.a.projectId}`
@@ -141,9 +165,11 @@ describe.runIf(hasOpenstack || env().KILN_REQUIRE_HEATCLIENT)('openstack CLI (py
     const t1 = path.join(dir, 'one.yaml')
     const t2 = path.join(dir, 'two.yaml')
     const t3 = path.join(dir, 'three.yaml')
-    fs.writeFileSync(t1, template('one', 0.1))
-    fs.writeFileSync(t2, template('two', 1.5))
-    fs.writeFileSync(t3, template('three', 1.5))
+    fs.writeFileSync(t1, template('one', 0))
+    // The updates wait at a gate (a wait condition) until the test signals it, so they are still
+    // running when the next command arrives, however slow the machine: no race with the clock.
+    fs.writeFileSync(t2, gatedTemplate('two'))
+    fs.writeFileSync(t3, gatedTemplate('three'))
 
     const created = await openstack('stack', 'create', '-t', t1, 'cli', '--wait')
     expect(created).toContain('CREATE_COMPLETE')
@@ -154,8 +180,12 @@ describe.runIf(hasOpenstack || env().KILN_REQUIRE_HEATCLIENT)('openstack CLI (py
     // Heat's convergence: a second update while the first runs is accepted and supersedes it.
     await openstack('stack', 'update', '-t', t3, 'cli')
     expect(await status('cli')).toBe('UPDATE_IN_PROGRESS')
-    await openstack('stack', 'cancel', 'cli', '--wait')
-    await c.waitFor(async () => !(await status('cli')).endsWith('IN_PROGRESS'), 30_000, 'the rollback to finish')
+    await openstack('stack', 'cancel', 'cli')
+    expect(await status('cli')).toBe('ROLLBACK_IN_PROGRESS')
+    // The gate's row is still held by the first update's worker; the signal lets it go, and the
+    // rollback, which was waiting for that row, deletes the gate and puts a and b back.
+    await openstack('stack', 'resource', 'signal', 'cli', 'gate_handle', '--data', '{"status": "SUCCESS", "reason": "released by the test"}')
+    await c.waitFor(async () => !(await status('cli')).endsWith('IN_PROGRESS'), 60_000, 'the rollback to finish')
     expect(await status('cli')).toBe('ROLLBACK_COMPLETE')
     expect(JSON.parse(await openstack('stack', 'output', 'show', 'cli', 'result', '-f', 'json')).output_value).toBe('one')
 

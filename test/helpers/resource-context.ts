@@ -40,7 +40,7 @@ export const PROJECT_A = '00000000-0000-4000-8000-00000000000a'
 export const STACK_1 = '00000000-0000-4000-8000-000000000051'
 
 /** A context for row `resourceUuid` of resource `resourceName` (defaults: project A, stack 1, resource r, row …001). */
-export function resourceContext(records: Pick<OutsideRecords, 'store'>, over: Partial<Omit<ResourceContext, 'objects'>> = {}, signal = new AbortController().signal): ResourceContext {
+export function resourceContext(records: Pick<OutsideRecords, 'store'>, over: Partial<Omit<ResourceContext, 'objects' | 'signals'>> = {}, signal = new AbortController().signal): ResourceContext {
   const base = {
     projectId: PROJECT_A,
     stackId: STACK_1,
@@ -56,7 +56,9 @@ export function resourceContext(records: Pick<OutsideRecords, 'store'>, over: Pa
     ...over,
   }
   const owner = { projectId: base.projectId, stackId: base.stackId, resourceName: base.resourceName, resourceUuid: base.resourceUuid }
-  return { ...base, objects: bindOutsideObjects(records.store, owner) }
+  // Types tested this way take no signals; a wait condition is tested with real workers.
+  const noSignals = () => Promise.reject(new Error('this test context takes no signals'))
+  return { ...base, objects: bindOutsideObjects(records.store, owner), signals: { waitFor: noSignals, list: noSignals, clear: noSignals } }
 }
 
 export const uuid = () => crypto.randomUUID()

@@ -9,6 +9,7 @@ import { heatRoutes } from '../../lib/api/heat-routes'
 import { Router } from '../../lib/api/http'
 import { kilnRoutes } from '../../lib/api/kiln-routes'
 import type { Principal } from '../../lib/services/accounts'
+import type { SignalService } from '../../lib/services/signals'
 
 export interface RouteDef {
   method: string
@@ -18,8 +19,8 @@ export interface RouteDef {
 
 export function registeredRoutes(): RouteDef[] {
   const router = new Router<Principal>()
-  kilnRoutes({} as ApiDeps, router)
-  heatRoutes({} as ApiDeps, router)
+  kilnRoutes({} as ApiDeps, router, {} as SignalService)
+  heatRoutes({} as ApiDeps, router, {} as SignalService)
   return router.routes.map((r) => {
     let i = 0
     const path = r.pattern.source

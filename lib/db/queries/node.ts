@@ -200,8 +200,8 @@ export async function markInProgress(pool: pg.Pool, workerId: string, job: Claim
   return rows[0].ok === true
 }
 
-export async function recordIntent(pool: pg.Pool, workerId: string, job: ClaimedJob, properties: Record<string, unknown>): Promise<boolean> {
-  const { rows } = await pool.query({ name: 'kiln_record_intent', text: 'SELECT kiln_record_intent($1, $2, $3) AS ok', values: [job.id, workerId, JSON.stringify(properties)] })
+export async function recordIntent(pool: pg.Pool, workerId: string, job: ClaimedJob, properties: Record<string, unknown>, requires: number[]): Promise<boolean> {
+  const { rows } = await pool.query({ name: 'kiln_record_intent', text: 'SELECT kiln_record_intent($1, $2, $3, $4::int[]) AS ok', values: [job.id, workerId, JSON.stringify(properties), requires] })
   return rows[0].ok === true
 }
 

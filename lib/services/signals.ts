@@ -1,0 +1,59 @@
+/**
+ * Signals to resources that take them (OS::Heat::WaitConditionHandle): from a
+ * project's token or session, or from the handle's own token, which can do
+ * nothing else (Heat's TOKEN_SIGNAL). A signal is stored and its waiters woken
+ * in one transaction (lib/db/queries/signals.ts).
+ */
+import type pg from 'pg'
+import { signalTarget, signalTargetByUuid, storeSignal, type SignalTarget } from '../db/queries/signals'
+import { signalTokenHash, signalTokenRow, WAIT_CONDITION_HANDLE } from '../resources/builtin/wait-condition'
+import { ConflictError, NotFoundError, ValidationError } from './errors'
+
+/** Who may signal: a project member (any of its stacks' handles), or one handle's token (that handle only). */
+export type Signaller = { projectId: string } | { handleUuid: string }
+
+/** The signaller a request's principal stands for. */
+export const signalFrom = (p: { via: string; projectId: string; signalHandle?: string }): Signaller =>
+  p.via === 'signal' && p.signalHandle ? { handleUuid: p.signalHandle } : { projectId: p.projectId }
+
+export interface SignalBody {
+  status?: 'SUCCESS' | 'FAILURE'
+  reason?: string
+  data?: unknown
+  id?: string | number
+}
+
+export function createSignalService(pool: pg.Pool) {
+  return {
+    /** The handle a signal token may signal, or null when the token is not a valid one. */
+    async tokenHandle(token: string): Promise<SignalTarget | null> {
+      const uuid = signalTokenRow(token)
+      if (!uuid) return null
+      const row = await signalTargetByUuid(pool, uuid)
+      if (!row || row.type !== WAIT_CONDITION_HANDLE || row.data?.tokenHash !== signalTokenHash(token)) return null
+      if (row.action === 'DELETE' && row.status === 'COMPLETE') return null
+      return row
+    },
+
+    /** Signal `resource` of the stack `stackId` (already resolved within the caller's project). */
+    async signal(who: Signaller, stackId: string, resource: string, body: SignalBody): Promise<{ id: string; count: number }> {
+      const target = await signalTarget(pool, stackId, resource)
+      if (!target || ('projectId' in who && target.projectId !== who.projectId)) throw new NotFoundError(`resource ${resource} not found`)
+      if ('handleUuid' in who && target.uuid !== who.handleUuid) throw new NotFoundError(`resource ${resource} not found`)
+      if (target.type !== WAIT_CONDITION_HANDLE) throw new ValidationError(`resource ${resource} (${target.type}) does not take signals; signal an ${WAIT_CONDITION_HANDLE}`)
+      if (!target.physicalId || target.status !== 'COMPLETE' || !['CREATE', 'UPDATE', 'CHECK'].includes(target.action)) {
+        throw new ConflictError(`resource ${resource} is ${target.action}_${target.status}; it takes signals once it is created`)
+      }
+      return storeSignal(pool, {
+        stackId,
+        handle: target.physicalId,
+        id: body.id === undefined ? null : String(body.id),
+        status: body.status ?? 'SUCCESS',
+        reason: body.reason ?? null,
+        data: body.data ?? null,
+      })
+    },
+  }
+}
+
+export type SignalService = ReturnType<typeof createSignalService>
