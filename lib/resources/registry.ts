@@ -9,7 +9,7 @@ import { fileResource } from './builtin/file'
 import { postgresDatabaseResource } from './builtin/postgres-database'
 import { noneResource, randomStringResource, valueResource } from './builtin/simple'
 import { testResource } from './builtin/test-resource'
-import { validateProperties } from './schema'
+import { catalogData, catalogFromData } from './catalog'
 import type { PropertySchema, ResourceType } from './types'
 
 export interface Registry {
@@ -48,19 +48,7 @@ export function containsUnknown(v: unknown): boolean {
 }
 
 export function typeCatalog(registry: Registry): TypeCatalog {
-  return {
-    has: (name) => registry.has(name),
-    validateProperties(name, properties) {
-      const t = registry.get(name)
-      if (!t) return [{ path: '', message: `unknown resource type ${name}` }]
-      return validateProperties(t.properties, properties, { skip: containsUnknown, acceptUnknown: t.acceptsAnyProperties === true }).issues
-    },
-    attributes(name) {
-      const t = registry.get(name)
-      if (!t || t.acceptsAnyAttribute) return undefined
-      return Object.keys(t.attributes)
-    },
-  }
+  return catalogFromData(catalogData(registry.list()))
 }
 
 /** Heat's resource_schema shape (GET /resource_types/{type}). */

@@ -129,7 +129,12 @@ export interface TypeCatalog {
   validateProperties(typeName: string, properties: Record<string, unknown>): { path: string; message: string }[]
   /** Attribute names the type declares (get_attr on an unknown attribute is an error). */
   attributes(typeName: string): string[] | undefined
+  /** The same catalog as plain data, from which an evaluation thread rebuilds it (lib/resources/catalog.ts). */
+  readonly data: CatalogData
 }
+
+/** Per type: its property schemas (lib/resources PropertySchema), declared attributes (null: any) and whether it takes any property. */
+export type CatalogData = Record<string, { properties: Record<string, unknown>; attributes: string[] | null; acceptsAnyProperties: boolean }>
 
 export interface BuildOptions {
   /** The evaluation's budget (default: a new one with the default limits). */
