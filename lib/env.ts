@@ -85,7 +85,7 @@ const EnvSchema = z.object({
    * with a 400 naming the setting (at submit), or its resource fails with that reason (at run time).
    * Operations: one per template node visited, list item or map key handled, pattern step.
    */
-  KILN_TEMPLATE_EVAL_MAX_OPS: int(2_000_000),
+  KILN_TEMPLATE_EVAL_MAX_OPS: int(1_000_000),
   /** Bytes of JSON an evaluation may produce (a value referenced n times counts n times). */
   KILN_TEMPLATE_EVAL_MAX_OUTPUT_BYTES: int(8_388_608),
   /** How deeply a template, an environment or a json parameter may nest. */

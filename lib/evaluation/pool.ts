@@ -38,8 +38,8 @@ export class EvaluationPool {
       filename: new URL('./thread.mjs', import.meta.url).href,
       minThreads: 1,
       maxThreads: this.settings.threads,
-      // Threads stay up: starting one loads the TypeScript sources (about a second).
-      idleTimeout: Number.POSITIVE_INFINITY,
+      // One thread stays up (starting one loads the TypeScript sources: about a second); more stay a minute.
+      idleTimeout: 60_000,
       maxQueue: Number.POSITIVE_INFINITY,
       // thread.mjs registers tsx itself; a loader inherited from this process's flags would be a second one.
       execArgv: [],

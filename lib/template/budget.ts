@@ -30,11 +30,11 @@ export interface EvaluationLimits {
 
 /**
  * Generous for real templates (a 10,000-resource template evaluates in about
- * 100,000 operations; Heat's functional-test templates in a few hundred) and
+ * 70,000 operations; Heat's functional-test templates in a few hundred) and
  * small enough that the largest evaluation they allow ends well within a
  * second (bench/bombs.ts measures each bomb).
  */
-export const DEFAULT_EVALUATION_LIMITS: EvaluationLimits = Object.freeze({ maxOps: 2_000_000, maxOutputBytes: 8 * 1024 * 1024, maxDepth: 100 })
+export const DEFAULT_EVALUATION_LIMITS: EvaluationLimits = Object.freeze({ maxOps: 1_000_000, maxOutputBytes: 8 * 1024 * 1024, maxDepth: 100 })
 
 export type BudgetKind = 'operations' | 'output' | 'depth' | 'time'
 

@@ -18,15 +18,14 @@ import { conditionValue, Deferred, evaluateStatic, Marks, type StaticScope } fro
 import { IssueList } from './issues'
 import { resolveParameterValues } from './parameters'
 import { formatPath, type PathPart } from './positions'
-import { UNKNOWN, type BuildOptions, type OutputSnippet, type ParsedTemplate, type ResourceDefinition, type StackDefinition } from './types'
+import { TemplateError, UNKNOWN, type BuildOptions, type OutputSnippet, type ParsedTemplate, type ResourceDefinition, type StackDefinition } from './types'
 
 export function buildDefinition(t: ParsedTemplate, opts: BuildOptions = {}): StackDefinition {
   const issues = new IssueList({ find: (p) => t.positionOf(p) })
   const budget = opts.budget ?? new Budget(DEFAULT_EVALUATION_LIMITS)
   const defined = Object.keys(t.resources).length
   if (opts.maxResources !== undefined && defined > opts.maxResources) {
-    issues.add('limit', ['resources'], `the template has ${defined} resources; the limit is ${opts.maxResources}`, { limit: { name: 'resources_per_stack', max: opts.maxResources } })
-    issues.throwIfAny()
+    throw new TemplateError([{ code: 'limit', path: 'resources', line: null, column: null, message: `the template has ${defined} resources; the limit is ${opts.maxResources}`, limit: { name: 'resources_per_stack', max: opts.maxResources } }])
   }
   const env = opts.environment ?? EMPTY_ENVIRONMENT
   const pseudo = { stackName: opts.stackName, stackId: opts.stackId, projectId: opts.projectId, allowMissing: opts.allowMissingParameters === true, validated: opts.validated === true }

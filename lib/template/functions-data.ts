@@ -54,7 +54,8 @@ export function deepEqual(a: unknown, b: unknown, budget?: Budget): boolean {
 function keyer(b: Budget): (v: unknown) => string {
   let nan = 0
   const key = (v: unknown): string => {
-    b.op()
+    // A key is built, hashed and compared: a few steps per node.
+    b.op(2)
     if (typeof v === 'string') return JSON.stringify(v)
     if (typeof v === 'number') return Number.isNaN(v) ? `NaN#${nan++}` : `n${String(v)}`
     if (v === null || typeof v !== 'object') return String(v)
@@ -73,7 +74,8 @@ function occurrences(text: string, k: string, b: Budget): number {
   }
   let n = 0
   for (let at = text.indexOf(k); at >= 0; at = text.indexOf(k, at + k.length)) {
-    b.op()
+    // Found, then cut out and joined again (or kept as a part).
+    b.op(2)
     n++
   }
   return n
@@ -135,8 +137,12 @@ function strSplit(args: unknown, b: Budget): unknown {
   return parts[i]
 }
 
-/** A copy of `template` with the variables replaced in every string and key; each node charged as it is made. */
-function substitute(template: unknown, vars: [string, string][], b: Budget): unknown {
+/**
+ * Copies of `template` with the variables replaced in every string and key;
+ * each node charged as it is made. One copier serves every copy of a repeat
+ * (no closures or variable lists made per copy).
+ */
+function copier(template: unknown, vars: [string, string][], b: Budget): () => unknown {
   const sub = (s: string) => {
     b.output(s.length + 2)
     for (const [k, v] of vars) s = replaceAll(s, k, v, b)
@@ -156,7 +162,7 @@ function substitute(template: unknown, vars: [string, string][], b: Budget): unk
     b.output(8)
     return v
   }
-  return walk(template)
+  return () => walk(template)
 }
 
 function repeat(args: unknown, b: Budget): unknown[] {
@@ -173,16 +179,19 @@ function repeat(args: unknown, b: Budget): unknown[] {
   const permutations = args.permutations === undefined ? true : args.permutations
   if (typeof permutations !== 'boolean') fail('repeat: permutations must be true or false')
   if (!permutations && lists.some((l) => l.length !== lists[0]!.length)) fail('repeat: with permutations false, every for_each list must have the same length')
-  // Longest names first, as the replacement in each copy is done.
-  const order = names.map((n, j) => [n, j] as const).sort((x, y) => y[0].length - x[0].length)
   const copies = permutations ? lists.reduce((n, l) => n * l.length, 1) : lists[0]!.length
-  // Refused before a single copy is made when the copies alone would spend the budget.
-  b.op(copies * countNodes(args.template, b.opsLeft))
+  // Refused before a single copy is made when the copies alone would spend the budget: each copy
+  // costs its making, and each of its nodes a walk and a search per variable.
+  b.op(copies * (2 + countNodes(args.template, b.opsLeft) * (1 + names.length)))
+  // Longest names first, as the replacement in each copy is done; `vars` holds this copy's values.
+  const order = names.map((n, j) => [n, j] as const).sort((x, y) => y[0].length - x[0].length)
+  const vars = order.map(([n]) => [n, ''] as [string, string])
+  const copy = copier(args.template, vars, b)
   const out: unknown[] = []
   const index = names.map(() => 0)
   for (let c = 0; c < copies; c++) {
-    const vars = order.map(([n, j]) => [n, lists[j]![permutations ? index[j]! : c]!] as [string, string])
-    out.push(substitute(args.template, vars, b))
+    order.forEach(([, j], i) => (vars[i]![1] = lists[j]![permutations ? index[j]! : c]!))
+    out.push(copy())
     // The next combination: the last variable varies fastest (as nested loops over for_each in order).
     for (let j = index.length - 1; permutations && j >= 0; j--) {
       if (++index[j]! < lists[j]!.length) break

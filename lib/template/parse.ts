@@ -146,8 +146,8 @@ export function parseTemplate(source: string | object, opts: ParseOptions = {}):
   const t = value as Record<string, unknown>
   const count = isMap(t.resources) ? Object.keys(t.resources).length : 0
   if (opts.maxResources !== undefined && count > opts.maxResources) {
-    issues.add('limit', ['resources'], `the template has ${count} resources; the limit is ${opts.maxResources}`, { limit: { name: 'resources_per_stack', max: opts.maxResources } })
-    issues.throwIfAny()
+    // No line and column: finding them reads the whole text again (seconds for a large JSON template).
+    throw new TemplateError([{ code: 'limit', path: 'resources', line: null, column: null, message: `the template has ${count} resources; the limit is ${opts.maxResources}`, limit: { name: 'resources_per_stack', max: opts.maxResources } }])
   }
   const maxDepth = opts.maxDepth ?? DEFAULT_EVALUATION_LIMITS.maxDepth
   const tooDeep = deeperThan(t, maxDepth)
