@@ -4,7 +4,6 @@
  * and a Heat-style schema description for the API.
  */
 import type { TypeCatalog } from '../template/types'
-import { UNKNOWN } from '../template/types'
 import { fileResource } from './builtin/file'
 import { postgresDatabaseResource } from './builtin/postgres-database'
 import { noneResource, randomStringResource, valueResource } from './builtin/simple'
@@ -38,13 +37,6 @@ export function createRegistry(types: ResourceType[]): Registry {
 /** Names of the types whose actions change nothing outside Kiln's database (ResourceType.stateOnly). */
 export function stateOnlyTypeNames(registry: Pick<Registry, 'list'>): string[] {
   return registry.list().filter((t) => t.stateOnly).map((t) => t.name)
-}
-
-export function containsUnknown(v: unknown): boolean {
-  if (v === UNKNOWN) return true
-  if (Array.isArray(v)) return v.some(containsUnknown)
-  if (typeof v === 'object' && v !== null) return Object.values(v).some(containsUnknown)
-  return false
 }
 
 export function typeCatalog(registry: Registry): TypeCatalog {
