@@ -27,7 +27,8 @@ export function parseEnvironment(source: string | object | null | undefined, max
   }
   // Values are walked recursively later (masking, storage): nothing deeper than a template may be.
   const tooDeep = deeperThan(value, maxDepth)
-  if (tooDeep) throw new BudgetExceeded('depth', maxDepth).at(formatPath([...PREFIX, ...tooDeep]))
+  // Named down to the parameter at most: the keys inside a (perhaps hidden) value are not shown.
+  if (tooDeep) throw new BudgetExceeded('depth', maxDepth).at(formatPath([...PREFIX, ...tooDeep.slice(0, 2)]))
   // Positions index the environment's own text; issues carry the `environment.` prefix.
   const issues = new IssueList({ find: (p) => positions.find(p.slice(PREFIX.length)) }, PREFIX)
   if (!isMap(value)) {

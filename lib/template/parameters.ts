@@ -140,8 +140,8 @@ function atParameter<T>(path: (string | number)[], fn: () => T): T {
 
 /** A json value nested deeper than the budget allows is refused before anything walks it. */
 function checkDepth(name: string, value: unknown, budget: Budget): void {
-  const at = deeperThan(value, budget.limits.maxDepth)
-  if (at) throw new BudgetExceeded('depth', budget.limits.maxDepth).at(formatPath(['parameters', name, ...at]))
+  // Named at the parameter: the keys inside a (perhaps hidden) value are not shown.
+  if (deeperThan(value, budget.limits.maxDepth)) throw new BudgetExceeded('depth', budget.limits.maxDepth).at(formatPath(['parameters', name]))
 }
 
 export function resolveParameterValues(
