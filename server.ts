@@ -13,10 +13,14 @@ import { toNodeHandler } from './lib/api/node-adapter'
 import { attachRealtime } from './lib/server/realtime'
 import { newNonce, pagePolicy, pageSecurityHeaders } from './lib/server/security-headers'
 import { publicUrlFrom } from './lib/config'
+import { configureEvaluation } from './lib/evaluation/pool'
+import { evaluationSettingsFrom } from './lib/evaluation/settings'
 
 async function main() {
   const ctx = appContext()
   const { env: e, log } = ctx
+  // Submitted templates are checked on evaluation threads: start them now, not on the first submission.
+  configureEvaluation(evaluationSettingsFrom(e)).warm()
   const dev = e.NODE_ENV !== 'production'
   const app = next({ dev, hostname: e.HOST, port: e.PORT })
   const handle = app.getRequestHandler()

@@ -37,6 +37,9 @@ import { createDb } from '../lib/db/client'
 import { ALL_STACKS, HARNESS_WATCH_MS, watchStackEvents } from '../lib/db/queries/watch'
 import { builtinTypes, createRegistry, typeCatalog } from '../lib/resources/registry'
 import { createStackService } from '../lib/services/stacks'
+import { checkSubmission, EMPTY_TEMPLATE_SOURCE } from '../lib/services/templates'
+import { configureEvaluation } from '../lib/evaluation/pool'
+import { evaluationSettingsFrom } from '../lib/evaluation/settings'
 import { MARK_AFTER_MS } from '../lib/engine/check-resource'
 import { cpuSnapshot, cpuUse, type CpuUse } from './cpu'
 import { criticalPathBreakdown, formatBreakdown, round, type Breakdown } from './breakdown'
@@ -139,6 +142,9 @@ async function main() {
   const actor = { projectId: rows[0].id as string, name: 'bench' }
   const registry = createRegistry(builtinTypes())
   const services = createStackService({ db, catalog: typeCatalog(registry), types: registry, limits: { maxTemplateBytes: 64 << 20, maxResourcesPerStack: 100_000 }, defaultTimeoutMins: 120 })
+  // Submissions are checked on evaluation threads: start them (about a second) before anything is timed, as the web server does at boot.
+  configureEvaluation(evaluationSettingsFrom(e))
+  await checkSubmission({ template: EMPTY_TEMPLATE_SOURCE }, { catalog: typeCatalog(registry), limits: { maxTemplateBytes: 1 << 20, maxResourcesPerStack: 1 }, stackName: 'warm-up' })
 
   const workers: ChildProcess[] = []
   for (let i = 0; i < args.workers; i++) {

@@ -99,6 +99,25 @@ const EnvSchema = z.object({
   KILN_MAX_BODY_BYTES: int(4_194_304),
   /** Events kept per stack; workers prune the oldest once a minute, and the rest stays gap-free. */
   KILN_MAX_EVENTS_PER_STACK: int(1_000_000),
+  /**
+   * Template evaluation budgets (lib/template/budget.ts): a template that needs more is refused
+   * with a 400 naming the setting (at submit), or its resource fails with that reason (at run time).
+   * Operations: one per template node visited, list item or map key handled, pattern step.
+   */
+  KILN_TEMPLATE_EVAL_MAX_OPS: int(1_000_000),
+  /** Bytes of JSON an evaluation may produce (a value referenced n times counts n times). */
+  KILN_TEMPLATE_EVAL_MAX_OUTPUT_BYTES: int(8_388_608),
+  /** How deeply a template, an environment or a json parameter may nest. */
+  KILN_TEMPLATE_EVAL_MAX_DEPTH: int(100),
+  /** Wall-clock limit of one evaluation on an evaluation thread (parsing included). */
+  KILN_TEMPLATE_EVAL_TIMEOUT_MS: int(10_000),
+  /**
+   * Operations an evaluation may do on the calling thread (plus 4 per node of what it evaluates)
+   * before it is run again on an evaluation thread under the full budget.
+   */
+  KILN_TEMPLATE_EVAL_INLINE_OPS: int(20_000),
+  /** Evaluation threads per process (started when first needed). */
+  KILN_TEMPLATE_EVAL_THREADS: int(2),
   /** Stack timeout when a request does not give one (minutes). */
   KILN_DEFAULT_TIMEOUT_MINS: int(60),
   /** Mark the session cookie `Secure` (serve Kiln behind https). */

@@ -19,6 +19,8 @@ import { limitsFrom, typeConfigFrom } from '../lib/config'
 import { builtinTypes, createRegistry, stateOnlyTypeNames, typeCatalog } from '../lib/resources/registry'
 import { createStackService } from '../lib/services/stacks'
 import { WorkerRuntime } from './runtime'
+import { configureEvaluation } from '../lib/evaluation/pool'
+import { evaluationSettingsFrom } from '../lib/evaluation/settings'
 
 /**
  * How long a starting worker waits for its database (a restart, or a worker
@@ -31,6 +33,8 @@ const STARTUP_WAIT_MS = 300_000
 async function main() {
   const e = env()
   const log = createLogger({ level: e.KILN_LOG_LEVEL, format: e.KILN_LOG_FORMAT })
+  // Budgets for tenants' templates; the evaluation threads start only if an evaluation needs them.
+  configureEvaluation(evaluationSettingsFrom(e))
   const database = await resolveDatabase(e, { log: (l) => log.info(l) })
   const registry = createRegistry(builtinTypes())
   let running: { db: Db; worker: WorkerRuntime } | null = null

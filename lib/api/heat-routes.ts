@@ -126,12 +126,12 @@ export function heatRoutes(d: ApiDeps, router: Router<Principal>, signals: Signa
     .add('POST', '/v1/:project/validate', async (c) => {
       project(c)
       const b = await body(c)
-      const checked = validateLeniently(d, { template: submission(b).template ?? fail('template is required'), ...(b.environment ? { environment: b.environment as Record<string, unknown> } : {}), ...(b.parameters ? { parameters: b.parameters as Record<string, unknown> } : {}) })
-      const t = checked.template
+      const checked = await validateLeniently(d, { template: submission(b).template ?? fail('template is required'), ...(b.environment ? { environment: b.environment as Record<string, unknown> } : {}), ...(b.parameters ? { parameters: b.parameters as Record<string, unknown> } : {}) })
+      const t = checked.summary
       return json({
         Description: t.description ?? 'No description',
         Parameters: Object.fromEntries(
-          Object.values(t.parameters).map((p) => [
+          t.parameters.map((p) => [
             p.name,
             { Type: HEAT_TYPES[p.type], Description: p.description ?? '', Label: p.label ?? p.name, NoEcho: p.hidden ? 'true' : 'false', ...(p.default !== undefined ? { Default: p.hidden ? MASK : p.default } : {}) },
           ]),

@@ -75,16 +75,16 @@ export function kilnRoutes(d: ApiDeps, router: Router<Principal>, signals: Signa
     })
     .add('POST', '/api/templates/validate', async (c) => {
       const b = parse(ValidateBody, await c.json())
-      const checked = validateLeniently(d, b)
-      const t = checked.template
+      const checked = await validateLeniently(d, b)
+      const t = checked.summary
       return json({
         valid: true,
         version: t.version,
         description: t.description ?? '',
-        parameters: Object.values(t.parameters).map((p) => ({ name: p.name, type: p.type, label: p.label ?? null, description: p.description ?? '', default: p.hidden ? undefined : p.default, hidden: p.hidden, constraints: p.constraints })),
+        parameters: t.parameters.map((p) => ({ name: p.name, type: p.type, label: p.label ?? null, description: p.description ?? '', default: p.hidden ? undefined : p.default, hidden: p.hidden, constraints: p.constraints })),
         parameterGroups: t.parameterGroups,
-        resources: Object.values(checked.definition.resources).map((r) => ({ name: r.name, type: r.type, dependsOn: r.dependsOn })),
-        outputs: Object.keys(t.outputs),
+        resources: checked.plan.names.map((name) => ({ name, type: checked.plan.types[name], dependsOn: checked.plan.dependsOn[name] })),
+        outputs: t.outputs,
       })
     })
 

@@ -17,8 +17,7 @@ import type { Logger } from '../logger'
 import type { OutsideObjects, OutsideOwner, ResourceContext, ResourceState, ResourceType, ResourceTypeConfig } from '../resources/types'
 import { ReplaceRequired } from '../resources/types'
 import { changedProperties, needsReplacement, validateProperties } from '../resources/schema'
-import { resolveProperties } from '../template'
-import type { ResolveContext } from '../template/types'
+import { propertiesOf } from '../evaluation/bounded'
 import { decideCleanup, decideUpdate } from './decide'
 import type { ActionOutcome, BeginResult, ClaimedJob, ConvergenceStore, FinishRequest, HeadStart, NodeScope, OutsideObjectStore, ResourceRow } from './ports'
 import type { TraversalCache, TraversalContext } from './traversal-context'
@@ -91,14 +90,6 @@ function payloadOf(row: ResourceRow, over: Partial<NodePayload> = {}): NodePaylo
     action: row.action,
     status: row.status,
     ...over,
-  }
-}
-
-function resolveContext(inputs: NodePayload[]): ResolveContext {
-  const byName = new Map(inputs.map((p) => [p.name, p]))
-  return {
-    getResource: (name) => byName.get(name)?.physicalId ?? null,
-    getAttr: (name, attribute) => byName.get(name)?.attributes?.[attribute] ?? null,
   }
 }
 
@@ -302,7 +293,9 @@ class NodeRun {
     const creating = this.row.action === 'INIT' || (this.row.action === 'CREATE' && this.row.status === 'FAILED' && this.row.properties === null)
     let props: Record<string, unknown>
     try {
-      const resolved = resolveProperties(this.ctx!.definition!, this.row.name, resolveContext(this.begun.inputs))
+      // Within a small allowance on this thread, else on an evaluation thread under the full budget;
+      // a spent budget fails this node with the budget's name (BudgetExceeded's message).
+      const resolved = await propertiesOf(this.ctx!.definition!, this.row.name, this.begun.inputs)
       const checked = validateProperties(type.properties, resolved, { acceptUnknown: type.acceptsAnyProperties === true })
       if (checked.issues.length) {
         const text = checked.issues.map((i) => `resources.${this.row.name}.properties.${i.path}: ${i.message}`).join('; ')

@@ -4,22 +4,28 @@
  * change, so this is computed once per traversal per worker (not once per
  * node, as Heat re-parses the template for every message).
  */
-import { buildDefinition, parseEnvironment, parseTemplate } from '../template'
-import type { StackDefinition } from '../template/types'
+import { definitionOf } from '../evaluation/bounded'
+import type { PortableDefinition } from '../template/types'
 import { indexGraph } from './graph'
 import type { ConvergenceStore, StoredTraversal } from './ports'
 import type { GraphIndex, NodeId } from './types'
 
 export interface TraversalContext {
   stored: StoredTraversal
-  /** null for a template that cannot be built any more (should not happen: it was validated at submit time) */
-  definition: StackDefinition | null
+  /** null for a template that cannot be built any more (it was validated at submit time, so: a spent budget) */
+  definition: PortableDefinition | null
   definitionError: string | null
   index: GraphIndex
 }
 
-export function buildTraversalContext(stored: StoredTraversal): TraversalContext {
-  let definition: StackDefinition | null = null
+/**
+ * The traversal's definition, evaluated on this thread within the inline
+ * allowance (in proportion to the template's size), or on an evaluation
+ * thread under the full budget: a worker's event loop never runs more of a
+ * tenant's template than that.
+ */
+export async function buildTraversalContext(stored: StoredTraversal): Promise<TraversalContext> {
+  let definition: PortableDefinition | null = null
   let definitionError: string | null = null
   try {
     // The stored JSON, not the text: reading YAML with source positions costs
@@ -27,15 +33,8 @@ export function buildTraversalContext(stored: StoredTraversal): TraversalContext
     // positions only matter for the submit-time errors already reported.
     // The store sends the text only where nothing parsed was stored (delete and
     // rollback-to-nothing store `{}`): it decides, this reads whichever came.
-    const { source, parsed } = stored.template
-    const template = parseTemplate(source ?? parsed ?? '')
-    definition = buildDefinition(template, {
-      environment: parseEnvironment(stored.template.environment),
-      parameters: stored.template.parameters,
-      stackName: stored.stackName,
-      stackId: stored.stackId,
-      projectId: stored.projectId,
-    })
+    const { source, parsed, environment, parameters } = stored.template
+    definition = await definitionOf({ source, parsed, environment, parameters, stackName: stored.stackName, stackId: stored.stackId, projectId: stored.projectId })
   } catch (err) {
     definitionError = err instanceof Error ? err.message : String(err)
   }

@@ -4,13 +4,12 @@
  * and a Heat-style schema description for the API.
  */
 import type { TypeCatalog } from '../template/types'
-import { UNKNOWN } from '../template/types'
 import { fileResource } from './builtin/file'
 import { postgresDatabaseResource } from './builtin/postgres-database'
 import { noneResource, randomStringResource, valueResource } from './builtin/simple'
 import { testResource } from './builtin/test-resource'
 import { waitConditionHandleResource, waitConditionResource } from './builtin/wait-condition'
-import { validateProperties } from './schema'
+import { catalogData, catalogFromData } from './catalog'
 import type { PropertySchema, ResourceType } from './types'
 
 export interface Registry {
@@ -41,27 +40,8 @@ export function stateOnlyTypeNames(registry: Pick<Registry, 'list'>): string[] {
   return registry.list().filter((t) => t.stateOnly).map((t) => t.name)
 }
 
-export function containsUnknown(v: unknown): boolean {
-  if (v === UNKNOWN) return true
-  if (Array.isArray(v)) return v.some(containsUnknown)
-  if (typeof v === 'object' && v !== null) return Object.values(v).some(containsUnknown)
-  return false
-}
-
 export function typeCatalog(registry: Registry): TypeCatalog {
-  return {
-    has: (name) => registry.has(name),
-    validateProperties(name, properties) {
-      const t = registry.get(name)
-      if (!t) return [{ path: '', message: `unknown resource type ${name}` }]
-      return validateProperties(t.properties, properties, { skip: containsUnknown, acceptUnknown: t.acceptsAnyProperties === true }).issues
-    },
-    attributes(name) {
-      const t = registry.get(name)
-      if (!t || t.acceptsAnyAttribute) return undefined
-      return Object.keys(t.attributes)
-    },
-  }
+  return catalogFromData(catalogData(registry.list()))
 }
 
 /** Heat's resource_schema shape (GET /resource_types/{type}). */

@@ -63,3 +63,35 @@ export class LimitError extends DomainError {
     return { error: { code: this.code, message: this.message, limit: this.limit, max: this.max } }
   }
 }
+
+/**
+ * A template needed more than an evaluation budget allows (operations,
+ * output, nesting depth, time): a 400 naming the budget's setting and where
+ * in the template it ran out.
+ */
+export class BudgetError extends DomainError {
+  override name = 'BudgetError'
+  readonly status = 400
+  readonly code = 'budget_exceeded'
+  constructor(
+    message: string,
+    /** operations, output, depth or time */
+    readonly budget: string,
+    /** the setting that sets it (KILN_TEMPLATE_EVAL_…) */
+    readonly setting: string,
+    readonly max: number,
+    readonly path: string | null,
+  ) {
+    super(message)
+  }
+  override body() {
+    return {
+      error: {
+        code: this.code,
+        message: this.message,
+        budget: { kind: this.budget, setting: this.setting, max: this.max },
+        issues: [{ code: 'budget', path: this.path ?? '(document)', line: null, column: null, message: this.message }],
+      },
+    }
+  }
+}

@@ -8,13 +8,21 @@
  * Like Heat's preview it cannot be certain: a value that depends on a
  * resource being created or replaced is unknown until then (`uncertain`), and
  * a resource type may still ask for replacement at run time.
+ *
+ * The database is read here; the rest (checking the new template, building
+ * the target's definition, comparing) is template evaluation and runs on an
+ * evaluation thread (lib/evaluation), under the budgets.
  */
 import type pg from 'pg'
+import { evaluation } from '../evaluation/pool'
+import type { StoredTemplate } from '../evaluation/tasks'
 import { changedProperties, needsReplacement, validateProperties } from '../resources/schema'
-import type { ResourceType } from '../resources/types'
-import { buildDefinition, parseEnvironment, parseTemplate, resolveProperties } from '../template'
-import { UNKNOWN, type ResolveContext, type StackDefinition } from '../template/types'
+import type { PropertySchema } from '../resources/types'
+import { resolveProperties } from '../template'
+import type { Budget } from '../template/budget'
+import { UNKNOWN, type PortableDefinition, type ResolveContext } from '../template/types'
 import type { StackRecord } from './stacks'
+import { portable, type CheckContext, type Submission } from './templates'
 
 export type PreviewAction = 'create' | 'update' | 'replace' | 'delete' | 'unchanged'
 
@@ -49,14 +57,24 @@ interface LiveRow {
   current_template_id: string | null
 }
 
-function topoNames(def: StackDefinition): string[] {
+/** What computePreview compares: the new definition, the in-flight target's, and the rows. */
+export interface PreviewInput {
+  stack: Pick<StackRecord, 'id' | 'name' | 'rawTemplateId' | 'currentTraversalId' | 'status'>
+  next: Pick<PortableDefinition, 'resources'>
+  target: Pick<PortableDefinition, 'resources'> | null
+  live: LiveRow[]
+}
+
+type Schemas = { get(name: string): { properties: Record<string, PropertySchema>; acceptsAnyProperties: boolean } | undefined }
+
+function topoNames(def: Pick<PortableDefinition, 'resources'>): string[] {
   const remaining = new Map(Object.entries(def.resources).map(([n, r]) => [n, r.dependsOn.filter((d) => d in def.resources).length]))
   const dependents = new Map<string, string[]>()
-  for (const [n, r] of Object.entries(def.resources)) for (const d of r.dependsOn) dependents.set(d, [...(dependents.get(d) ?? []), n])
+  for (const [n, r] of Object.entries(def.resources)) for (const d of r.dependsOn) (dependents.get(d) ?? dependents.set(d, []).get(d)!).push(n)
   const queue = [...remaining].filter(([, c]) => c === 0).map(([n]) => n)
   const out: string[] = []
-  while (queue.length) {
-    const n = queue.shift()!
+  for (let i = 0; i < queue.length; i++) {
+    const n = queue[i]!
     out.push(n)
     for (const m of dependents.get(n) ?? []) {
       const left = remaining.get(m)! - 1
@@ -74,30 +92,26 @@ function containsUnknown(v: unknown): boolean {
   return false
 }
 
-export async function previewUpdate(
-  pool: pg.Pool,
-  stack: StackRecord,
-  next: StackDefinition,
-  types: { get(name: string): ResourceType | undefined },
-): Promise<PreviewResult> {
-  let target: StackDefinition | null = null
+/** Read what a preview compares against, then compare on an evaluation thread. */
+export async function previewUpdate(pool: pg.Pool, stack: StackRecord, sub: Submission, check: CheckContext): Promise<PreviewResult> {
+  let target: StoredTemplate | null = null
   if (stack.rawTemplateId) {
-    const { rows } = await pool.query('SELECT source, environment, parameters FROM raw_template WHERE id = $1', [stack.rawTemplateId])
-    if (rows[0]) {
-      target = buildDefinition(parseTemplate(rows[0].source), {
-        environment: parseEnvironment(rows[0].environment),
-        parameters: rows[0].parameters,
-        stackName: stack.name,
-        stackId: stack.id,
-        projectId: stack.projectId,
-      })
-    }
+    const { rows } = await pool.query('SELECT source, template, environment, parameters FROM raw_template WHERE id = $1', [stack.rawTemplateId])
+    const t = rows[0]
+    // The parsed JSON where one was stored (reading it back is cheaper than the text); `{}` for a delete.
+    if (t) target = { source: t.template && Object.keys(t.template).length ? null : t.source, parsed: t.template, environment: t.environment, parameters: t.parameters, stackName: stack.name, stackId: stack.id, projectId: stack.projectId }
   }
   const { rows: live } = await pool.query<LiveRow>(
     `SELECT id, name, type, action, status, physical_id, attributes, replaced_by, current_template_id FROM resource
       WHERE stack_id = $1 AND NOT (action = 'DELETE' AND status = 'COMPLETE') ORDER BY id`,
     [stack.id],
   )
+  const preview = { stack: { id: stack.id, name: stack.name, rawTemplateId: stack.rawTemplateId, currentTraversalId: stack.currentTraversalId, status: stack.status }, live }
+  return (await evaluation().run({ kind: 'preview', sub, ctx: portable(check), preview, target })) as PreviewResult
+}
+
+export function computePreview(input: PreviewInput, types: Schemas, budget: Budget): PreviewResult {
+  const { stack, next, target, live } = input
   // The row a name is bound to: prefer one at the target template and not replaced.
   const rowOf = new Map<string, LiveRow>()
   for (const r of live) {
@@ -133,8 +147,8 @@ export async function previewUpdate(
       continue
     }
     const type = types.get(def.type)
-    const oldProps = resolveProperties(target!, name, ctx)
-    const newProps = resolveProperties(next, name, ctx)
+    const oldProps = resolveProperties(target!, name, ctx, budget)
+    const newProps = resolveProperties(next, name, ctx, budget)
     const uncertain = containsUnknown(newProps)
     const schema = type?.properties ?? {}
     const norm = (p: Record<string, unknown>) => (type ? validateProperties(schema, p, { skip: containsUnknown, acceptUnknown: type.acceptsAnyProperties === true }).value : p)

@@ -10,7 +10,10 @@ import { toCytoscape, toDot, toGraphML, type NodeAnnotation } from '../engine/ex
 import type { NodeId, TraversalGraph } from '../engine/types'
 import type { Registry } from '../resources/registry'
 import { shownValue } from '../resources/schema'
-import { buildDefinition, parseEnvironment, parseTemplate, resolveOutputs, type ResolvedOutput } from '../template'
+import { definitionOf, outputsOf } from '../evaluation/bounded'
+import type { ResolvedOutput } from '../template'
+import { BudgetExceeded } from '../template/budget'
+import type { OutputSnippet } from '../template/types'
 import { NotFoundError, ValidationError } from './errors'
 import { hiddenValues as hiddenForms, MASK, redact, secretList } from './secrets'
 import type { Actor, StackRecord } from './stacks'
@@ -66,9 +69,35 @@ const PROGRESS_SQL = `
       FROM sync_point sp WHERE sp.traversal_id = s.current_traversal_id AND s.status = 'IN_PROGRESS'
   ) p ON true`
 
+/** Static outputs kept per template (a template row never changes), least recently used first. */
+const OUTPUTS_CACHE_SIZE = 256
+
 export function createReadService(pool: pg.Pool, registry: Registry) {
   /** Hidden values per stack (see stackSecrets), least recently computed first. */
   const secretsCache = new Map<string, { key: string; secrets: string[] }>()
+  /**
+   * A template's outputs with parameters and conditions applied (what is left: references to
+   * resources), by template id. Reads evaluate them once per template, not on every GET, and
+   * evaluate nothing of the resources.
+   */
+  const outputsCache = new Map<string, Promise<Record<string, OutputSnippet>>>()
+
+  function staticOutputs(t: Record<string, unknown>, stack: Record<string, unknown>): Promise<Record<string, OutputSnippet>> {
+    const id = String(t.id)
+    const hit = outputsCache.get(id)
+    if (hit) {
+      outputsCache.delete(id)
+      outputsCache.set(id, hit)
+      return hit
+    }
+    const parsed = t.template && typeof t.template === 'object' && Object.keys(t.template).length ? (t.template as Record<string, unknown>) : null
+    const stored = { source: parsed ? null : String(t.source), parsed, environment: t.environment, parameters: t.parameters as Record<string, unknown>, stackName: String(stack.name), stackId: String(stack.id), projectId: String(stack.project_id) }
+    const loading = definitionOf(stored, { outputsOnly: true }).then((def) => def.outputs)
+    loading.catch(() => outputsCache.delete(id))
+    outputsCache.set(id, loading)
+    if (outputsCache.size > OUTPUTS_CACHE_SIZE) outputsCache.delete(outputsCache.keys().next().value!)
+    return loading
+  }
 
   async function stackRow(actor: Actor, ref: string): Promise<Record<string, unknown>> {
     const byId = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(ref)
@@ -153,23 +182,28 @@ export function createReadService(pool: pg.Pool, registry: Registry) {
   async function outputs(stack: Record<string, unknown>): Promise<Record<string, ResolvedOutput>> {
     const t = await templateOf((stack.raw_template_id as string | null) ?? null)
     if (!t) return {}
-    let def
+    let snippets: Record<string, OutputSnippet>
     try {
-      def = buildDefinition(parseTemplate(t.source), { environment: parseEnvironment(t.environment), parameters: t.parameters, stackName: String(stack.name), stackId: String(stack.id), projectId: String(stack.project_id) })
+      snippets = await staticOutputs(t, stack)
     } catch (err) {
       return { _error: { value: null, error: redact((err as Error).message, await stackSecrets(stack.id)) } }
     }
+    if (!Object.keys(snippets).length) return {}
     const { rows } = await pool.query(
       `SELECT DISTINCT ON (name) name, type, physical_id, attributes FROM resource
         WHERE stack_id = $1 AND action IN ('CREATE', 'UPDATE', 'CHECK') AND status = 'COMPLETE' AND current_template_id IS NOT NULL
         ORDER BY name, id DESC`,
       [stack.id],
     )
-    const byName = new Map(rows.map((r) => [String(r.name), r]))
-    const resolved = resolveOutputs(def, {
-      getResource: (n) => byName.get(n)?.physical_id ?? null,
-      getAttr: (n, a) => (byName.get(n)?.attributes as Record<string, unknown> | null)?.[a] ?? null,
-    })
+    const values = rows.map((r) => ({ name: String(r.name), physicalId: (r.physical_id as string | null) ?? null, attributes: (r.attributes as Record<string, unknown> | null) ?? null }))
+    let resolved: Record<string, ResolvedOutput>
+    try {
+      resolved = await outputsOf(snippets, values)
+    } catch (err) {
+      // Outputs that need more than the budget (on an evaluation thread, under the time limit) say so.
+      if (!(err instanceof BudgetExceeded)) throw err
+      resolved = Object.fromEntries(Object.entries(snippets).map(([k, o]) => [k, { ...(o.description !== undefined ? { description: o.description } : {}), value: null, error: err.message }]))
+    }
     return redact(resolved, await stackSecrets(stack.id))
   }
 

@@ -12,12 +12,13 @@ import type pg from 'pg'
 import type { Db } from '../db/client'
 import { startTraversal, stopTraversal, type StartTraversalInput, type TraversalPlan } from '../db/queries/traversal'
 import type { StackAction } from '../engine/types'
-import { buildDefinition, parseEnvironment, parseTemplate } from '../template'
+import { definitionOf } from '../evaluation/bounded'
+import { BudgetExceeded } from '../template/budget'
 import type { TypeCatalog } from '../template/types'
 import { ConflictError, NotFoundError, ValidationError } from './errors'
 import type { ResourceType } from '../resources/types'
 import { previewUpdate, type PreviewResult } from './preview'
-import { checkSubmission, EMPTY_TEMPLATE_SOURCE, planFor, type Limits, type Submission } from './templates'
+import { budgetError, checkSubmission, EMPTY_TEMPLATE_SOURCE, planFor, type Limits, type Submission } from './templates'
 
 export interface Actor {
   projectId: string
@@ -91,16 +92,16 @@ function toRecord(r: Record<string, unknown>): StackRecord {
   }
 }
 
-/** A raw_template row's values after its id and stack id: source, template, environment, parameters. */
-function templateValues(source: string, template: unknown, environment: unknown, parameters: unknown): string[] {
-  return [source, JSON.stringify(template), JSON.stringify(environment ?? {}), JSON.stringify(parameters ?? {})]
+/** A raw_template row's values after its id and stack id: source, template (JSON text), environment, parameters. */
+function templateValues(source: string, templateText: string, environment: unknown, parameters: unknown): string[] {
+  return [source, templateText, JSON.stringify(environment ?? {}), JSON.stringify(parameters ?? {})]
 }
 
-async function insertTemplate(client: pg.PoolClient, id: string, stackId: string, source: string, template: unknown, environment: unknown, parameters: unknown) {
+async function insertTemplate(client: pg.PoolClient, id: string, stackId: string, source: string, templateText: string, environment: unknown, parameters: unknown) {
   await client.query(`INSERT INTO raw_template (id, stack_id, source, template, environment, parameters) VALUES ($1, $2, $3, $4, $5, $6)`, [
     id,
     stackId,
-    ...templateValues(source, template, environment, parameters),
+    ...templateValues(source, templateText, environment, parameters),
   ])
 }
 
@@ -129,19 +130,19 @@ export function createStackService(deps: ServiceDeps) {
     return { stack, traversalId: res.traversalId, action, superseded: res.superseded }
   }
 
-  /** The plan of a stored template (rollback target, check). */
+  /** The plan of a stored template (rollback target, check): evaluated within the inline allowance, or on a thread. */
   async function storedPlan(stack: StackRecord, templateId: string): Promise<TraversalPlan> {
-    const { rows } = await pool.query('SELECT source, environment, parameters FROM raw_template WHERE id = $1', [templateId])
+    const { rows } = await pool.query('SELECT source, template, environment, parameters FROM raw_template WHERE id = $1', [templateId])
     const t = rows[0]
     if (!t) throw new ConflictError('the stored template is missing')
-    const def = buildDefinition(parseTemplate(t.source), {
-      environment: parseEnvironment(t.environment),
-      parameters: t.parameters,
-      stackName: stack.name,
-      stackId: stack.id,
-      projectId: stack.projectId,
-    })
-    return planFor(def)
+    const parsed = t.template && Object.keys(t.template).length ? (t.template as Record<string, unknown>) : null
+    try {
+      const def = await definitionOf({ source: parsed ? null : t.source, parsed, environment: t.environment, parameters: t.parameters, stackName: stack.name, stackId: stack.id, projectId: stack.projectId })
+      return planFor(def)
+    } catch (err) {
+      if (err instanceof BudgetExceeded) throw budgetError(err)
+      throw err
+    }
   }
 
   /** The submission an update or preview means: PATCH semantics reuse the current template and parameters. */
@@ -166,7 +167,7 @@ export function createStackService(deps: ServiceDeps) {
       // Rolling back a create: converge to nothing.
       templateId = crypto.randomUUID()
       const id = templateId
-      before = (c) => insertTemplate(c, id, stack.id, EMPTY_TEMPLATE_SOURCE, {}, {}, {})
+      before = (c) => insertTemplate(c, id, stack.id, EMPTY_TEMPLATE_SOURCE, '{}', {}, {})
     }
     return run({ stackId: stack.id, action: 'ROLLBACK', rawTemplateId: templateId, plan, startedBy: actor, expectTraversalId: expect, before }, stack, 'ROLLBACK')
   }
@@ -179,7 +180,7 @@ export function createStackService(deps: ServiceDeps) {
         throw new ValidationError(`invalid stack name "${req.name}": it must start with a letter and contain only letters, digits, _ . - (at most 255)`)
       }
       const stackId = crypto.randomUUID()
-      const checked = checkSubmission(req, { catalog: deps.catalog, limits: deps.limits, stackName: req.name, stackId, projectId: actor.projectId })
+      const checked = await checkSubmission(req, { catalog: deps.catalog, limits: deps.limits, stackName: req.name, stackId, projectId: actor.projectId })
       const templateId = crypto.randomUUID()
       const timeoutMins = req.timeoutMins ?? deps.defaultTimeoutMins
       try {
@@ -202,7 +203,7 @@ export function createStackService(deps: ServiceDeps) {
                  SELECT $8, s.id, $9, $10, $11, $12 FROM s`,
                 [
                   stackId, actor.projectId, req.name, timeoutMins, req.disableRollback ?? true, actor.name, req.tags ?? [],
-                  templateId, ...templateValues(checked.source, checked.template.json, checked.environmentJson, checked.parameters),
+                  templateId, ...templateValues(checked.source, checked.templateText, checked.environmentJson, checked.parameters),
                 ],
               )
             },
@@ -219,7 +220,7 @@ export function createStackService(deps: ServiceDeps) {
     async update(actor: Actor, ref: string, req: UpdateRequest): Promise<OperationResult> {
       const stack = await find(actor, ref)
       if (stack.action === 'DELETE') throw new ConflictError(`stack ${stack.name} is being deleted; it cannot be updated`)
-      const checked = checkSubmission(await submissionFor(stack, req), { catalog: deps.catalog, limits: deps.limits, stackName: stack.name, stackId: stack.id, projectId: actor.projectId })
+      const checked = await checkSubmission(await submissionFor(stack, req), { catalog: deps.catalog, limits: deps.limits, stackName: stack.name, stackId: stack.id, projectId: actor.projectId })
       const templateId = crypto.randomUUID()
       return run(
         {
@@ -230,7 +231,7 @@ export function createStackService(deps: ServiceDeps) {
           startedBy: actor.name,
           timeoutMins: req.timeoutMins,
           disableRollback: req.disableRollback,
-          before: (c) => insertTemplate(c, templateId, stack.id, checked.source, checked.template.json, checked.environmentJson, checked.parameters),
+          before: (c) => insertTemplate(c, templateId, stack.id, checked.source, checked.templateText, checked.environmentJson, checked.parameters),
         },
         stack,
         'UPDATE',
@@ -240,8 +241,7 @@ export function createStackService(deps: ServiceDeps) {
     /** What an update would do, against the in-flight target (nothing is written). */
     async preview(actor: Actor, ref: string, req: UpdateRequest): Promise<PreviewResult> {
       const stack = await find(actor, ref)
-      const checked = checkSubmission(await submissionFor(stack, req), { catalog: deps.catalog, limits: deps.limits, stackName: stack.name, stackId: stack.id, projectId: actor.projectId })
-      return previewUpdate(pool, stack, checked.definition, deps.types)
+      return previewUpdate(pool, stack, await submissionFor(stack, req), { catalog: deps.catalog, limits: deps.limits, stackName: stack.name, stackId: stack.id, projectId: actor.projectId })
     },
 
     async cancel(actor: Actor, ref: string, opts: { rollback: boolean }): Promise<OperationResult> {
@@ -272,7 +272,7 @@ export function createStackService(deps: ServiceDeps) {
           plan: { names: [], types: {}, dependsOn: {} },
           startedBy: actor.name,
           abortInFlight: true,
-          before: (c) => insertTemplate(c, templateId, stack.id, EMPTY_TEMPLATE_SOURCE, {}, {}, {}),
+          before: (c) => insertTemplate(c, templateId, stack.id, EMPTY_TEMPLATE_SOURCE, '{}', {}, {}),
         },
         stack,
         'DELETE',

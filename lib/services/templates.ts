@@ -1,13 +1,21 @@
 /**
  * Checking a submission (template + environment + parameters) once, at the
  * boundary, before anything is written: every problem comes back as a
- * ValidationError listing each issue with its path, line and column.
+ * ValidationError listing each issue with its path, line and column; a
+ * size limit as a LimitError (413); a spent evaluation budget as a
+ * BudgetError (400) naming the budget.
+ *
+ * The check runs on an evaluation thread (lib/evaluation), under the
+ * evaluation budgets and a time limit: parsing and evaluating a tenant's
+ * template never holds up the web process's event loop.
  */
 import type { TypeCatalog } from '../template/types'
-import { TemplateError, type Environment, type ParsedTemplate, type StackDefinition } from '../template/types'
+import { TemplateError, type CatalogData, type Environment, type ParameterGroup, type ParameterSchema, type ParsedTemplate, type StackDefinition } from '../template/types'
 import { buildDefinition, parseEnvironment, parseTemplate } from '../template'
+import { BUDGET_SETTINGS, BudgetExceeded, type Budget } from '../template/budget'
 import type { TraversalPlan } from '../db/queries/traversal'
-import { LimitError, ValidationError } from './errors'
+import { evaluation } from '../evaluation/pool'
+import { BudgetError, LimitError, ValidationError } from './errors'
 import { hiddenValues, redactText, secretList } from './secrets'
 
 export interface Submission {
@@ -22,15 +30,24 @@ export interface Limits {
   maxResourcesPerStack: number
 }
 
+/** What validation reports of a template (the editor's parameter form, the validate routes). */
+export interface TemplateSummary {
+  version: string
+  description?: string
+  parameters: ParameterSchema[]
+  parameterGroups: ParameterGroup[]
+  outputs: string[]
+}
+
 export interface CheckedSubmission {
   source: string
-  template: ParsedTemplate
-  environment: Environment
+  /** The parsed template as JSON text: what raw_template.template stores. */
+  templateText: string
   /** environment as stored (plain object) */
   environmentJson: Record<string, unknown>
   parameters: Record<string, unknown>
-  definition: StackDefinition
   plan: TraversalPlan
+  summary: TemplateSummary
 }
 
 export interface CheckContext {
@@ -43,12 +60,15 @@ export interface CheckContext {
   allowMissingParameters?: boolean
 }
 
+/** A CheckContext as data, sent to an evaluation thread (the catalog as CatalogData). */
+export type PortableCheckContext = Omit<CheckContext, 'catalog'> & { catalog: CatalogData }
+
 function asSource(t: string | Record<string, unknown>): string {
   return typeof t === 'string' ? t : JSON.stringify(t, null, 2)
 }
 
 /** The order new rows are inserted in (dependents first, as Heat's reverse topological walk). */
-export function planFor(definition: StackDefinition): TraversalPlan {
+export function planFor(definition: Pick<StackDefinition, 'resources'>): TraversalPlan {
   const names = Object.keys(definition.resources)
   const types: Record<string, string> = {}
   const dependsOn: Record<string, string[]> = {}
@@ -59,7 +79,18 @@ export function planFor(definition: StackDefinition): TraversalPlan {
   return { names, types, dependsOn }
 }
 
-export function checkSubmission(sub: Submission, ctx: CheckContext): CheckedSubmission {
+/** A spent budget as the service layer's error: a 400 naming the setting and the place. */
+export function budgetError(err: BudgetExceeded): BudgetError {
+  return new BudgetError(err.message, err.budget, BUDGET_SETTINGS[err.budget], err.max, err.path)
+}
+
+/**
+ * The check itself, on the calling thread, against `budget`: what an
+ * evaluation thread runs for checkSubmission (and, within a preview, for the
+ * preview's template). Throws ValidationError, LimitError or BudgetError.
+ */
+export function checkSubmissionNow(sub: Submission, ctx: CheckContext, budget: Budget): { checked: CheckedSubmission; definition: StackDefinition } {
+  // Objects come from a JSON body, nested at most MAX_JSON_DEPTH (lib/api/http.ts), or from a caller in this process.
   const source = asSource(sub.template)
   const bytes = Buffer.byteLength(source)
   if (bytes > ctx.limits.maxTemplateBytes) {
@@ -67,8 +98,9 @@ export function checkSubmission(sub: Submission, ctx: CheckContext): CheckedSubm
   }
   let template: ParsedTemplate | undefined
   try {
-    template = parseTemplate(source, { maxBytes: ctx.limits.maxTemplateBytes })
-    const environment = parseEnvironment(sub.environment)
+    const maxDepth = budget.limits.maxDepth
+    template = parseTemplate(source, { maxBytes: ctx.limits.maxTemplateBytes, maxResources: ctx.limits.maxResourcesPerStack, maxDepth })
+    const environment = parseEnvironment(sub.environment, maxDepth)
     const definition = buildDefinition(template, {
       environment,
       parameters: sub.parameters ?? {},
@@ -78,27 +110,46 @@ export function checkSubmission(sub: Submission, ctx: CheckContext): CheckedSubm
       stackName: ctx.stackName,
       stackId: ctx.stackId,
       projectId: ctx.projectId,
+      budget,
     })
-    return {
+    const t = template
+    const checked: CheckedSubmission = {
       source,
-      template,
-      environment,
+      templateText: JSON.stringify(t.json),
       environmentJson: environmentToJson(environment),
       parameters: sub.parameters ?? {},
-      definition,
       plan: planFor(definition),
+      summary: {
+        version: t.version,
+        ...(t.description !== undefined ? { description: t.description } : {}),
+        parameters: Object.values(t.parameters),
+        parameterGroups: t.parameterGroups,
+        outputs: Object.keys(t.outputs),
+      },
     }
+    return { checked, definition }
   } catch (err) {
+    if (err instanceof BudgetExceeded) throw budgetError(err)
     if (err instanceof TemplateError) {
       // A message may quote a value (`Value '…' is not a number`): never a hidden parameter's.
       const secrets = submissionSecrets(template, sub)
       const clean = (m: string) => redactText(m, secrets)
       const limit = err.issues.find((i) => i.code === 'limit')
-      if (limit) throw new LimitError(clean(limit.message), 'resources_per_stack', ctx.limits.maxResourcesPerStack)
+      if (limit) throw new LimitError(clean(limit.message), limit.limit?.name ?? 'resources_per_stack', limit.limit?.max ?? ctx.limits.maxResourcesPerStack)
       throw new ValidationError(clean(err.message), err.issues.map((i) => ({ ...i, message: clean(i.message) })))
     }
     throw err
   }
+}
+
+/** Check a submission on an evaluation thread, under the budgets and its time limit. */
+export function checkSubmission(sub: Submission, ctx: CheckContext): Promise<CheckedSubmission> {
+  return evaluation().run({ kind: 'submission', sub, ctx: portable(ctx) }) as Promise<CheckedSubmission>
+}
+
+export function portable(ctx: CheckContext): PortableCheckContext {
+  const { catalog, ...rest } = ctx
+  return { ...rest, catalog: catalog.data }
 }
 
 /** Hidden parameters' values in a submission (request, environment, defaults), for masking messages. */

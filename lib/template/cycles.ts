@@ -4,11 +4,12 @@
  * order: each cycle starts at its smallest name, cycles sorted. Capped, since
  * a dense component can have exponentially many.
  */
+import type { Budget } from './budget'
 
-export function findCycles(nodes: string[], edges: Map<string, string[]>, cap = 100): { cycles: string[][]; truncated: boolean } {
+export function findCycles(nodes: string[], edges: Map<string, string[]>, cap = 100, budget?: Budget): { cycles: string[][]; truncated: boolean } {
   const cycles: string[][] = []
   let truncated = false
-  for (const scc of stronglyConnected(nodes, edges)) {
+  for (const scc of stronglyConnected(nodes, edges, budget)) {
     const members = new Set(scc)
     if (scc.length === 1) {
       const n = scc[0]!
@@ -16,37 +17,56 @@ export function findCycles(nodes: string[], edges: Map<string, string[]>, cap = 
       continue
     }
     // Johnson: for each start node s (in order), find circuits through s using only nodes >= s.
+    // Iterative (a cycle through thousands of resources must not overflow the stack), and each
+    // node's successors inside the component are sorted once, not on every visit.
     const order = [...scc].sort()
+    const rank = new Map(order.map((n, i) => [n, i]))
+    const succ = new Map(order.map((n) => [n, (edges.get(n) ?? []).filter((x) => members.has(x)).sort()]))
+    // The latest-ranked predecessor of each node: a start none of whose predecessors is still
+    // allowed lies on no remaining circuit (a ring of n resources costs n steps, not n squared).
+    const lastPred = new Map<string, number>()
+    for (const [v, ws] of succ) for (const w of ws) lastPred.set(w, Math.max(lastPred.get(w) ?? -1, rank.get(v)!))
     for (let si = 0; si < order.length && !truncated; si++) {
       const start = order[si]!
-      const allowed = new Set(order.slice(si))
+      if ((lastPred.get(start) ?? -1) < si) continue
+      const allowed = (x: string) => rank.get(x)! >= si
       const blocked = new Set<string>()
       const blockMap = new Map<string, Set<string>>()
       const stack: string[] = []
       const unblock = (u: string) => {
-        blocked.delete(u)
-        for (const w of blockMap.get(u) ?? []) if (blocked.has(w)) unblock(w)
-        blockMap.delete(u)
+        const todo = [u]
+        while (todo.length) {
+          const x = todo.pop()!
+          blocked.delete(x)
+          for (const w of blockMap.get(x) ?? []) if (blocked.has(w)) todo.push(w)
+          blockMap.delete(x)
+        }
       }
-      const circuit = (v: string): boolean => {
-        if (truncated) return false
-        let found = false
+      const frames: { v: string; next: string[]; i: number; found: boolean }[] = []
+      const enter = (v: string) => {
         stack.push(v)
         blocked.add(v)
-        for (const w of (edges.get(v) ?? []).filter((x) => members.has(x) && allowed.has(x)).sort()) {
+        frames.push({ v, next: succ.get(v)!.filter(allowed), i: 0, found: false })
+      }
+      enter(start)
+      while (frames.length && !truncated) {
+        const f = frames[frames.length - 1]!
+        if (f.i < f.next.length) {
+          budget?.op()
+          const w = f.next[f.i++]!
           if (w === start) {
             cycles.push([...stack])
             if (cycles.length >= cap) truncated = true
-            found = true
-          } else if (!blocked.has(w) && circuit(w)) found = true
-          if (truncated) break
+            f.found = true
+          } else if (!blocked.has(w)) enter(w)
+          continue
         }
-        if (found) unblock(v)
-        else for (const w of edges.get(v) ?? []) if (members.has(w) && allowed.has(w)) (blockMap.get(w) ?? blockMap.set(w, new Set()).get(w)!).add(v)
+        if (f.found) unblock(f.v)
+        else for (const w of f.next) (blockMap.get(w) ?? blockMap.set(w, new Set()).get(w)!).add(f.v)
         stack.pop()
-        return found
+        frames.pop()
+        if (f.found && frames.length) frames[frames.length - 1]!.found = true
       }
-      circuit(start)
     }
   }
   for (const c of cycles) {
@@ -58,7 +78,7 @@ export function findCycles(nodes: string[], edges: Map<string, string[]>, cap = 
 }
 
 /** Tarjan's algorithm, iterative (templates may have tens of thousands of resources). */
-function stronglyConnected(nodes: string[], edges: Map<string, string[]>): string[][] {
+function stronglyConnected(nodes: string[], edges: Map<string, string[]>, budget?: Budget): string[][] {
   let counter = 0
   const index = new Map<string, number>()
   const low = new Map<string, number>()
@@ -76,6 +96,7 @@ function stronglyConnected(nodes: string[], edges: Map<string, string[]>): strin
       const frame = work[work.length - 1]!
       const [v, i] = frame
       const succ = edges.get(v) ?? []
+      budget?.op()
       if (i < succ.length) {
         frame[1]++
         const w = succ[i]!

@@ -6,19 +6,30 @@
  * literal properties checked against the type catalog, and the dependency
  * graph checked for cycles (all of them, not only the first). Every problem is
  * collected; one TemplateError carries them all.
+ *
+ * The resource count is checked first, before anything is evaluated; the
+ * evaluation itself runs against opts.budget (budget.ts), and a spent budget
+ * stops it with BudgetExceeded rather than an issue.
  */
+import { Budget, BudgetExceeded, DEFAULT_EVALUATION_LIMITS } from './budget'
 import { findCycles } from './cycles'
 import { aliasType, EMPTY_ENVIRONMENT } from './environment'
-import { conditionValue, containsDeferred, Deferred, evaluateStatic, type StaticScope } from './evaluate'
+import { conditionValue, Deferred, evaluateStatic, Marks, type StaticScope } from './evaluate'
 import { IssueList } from './issues'
 import { resolveParameterValues } from './parameters'
-import type { PathPart } from './positions'
-import { UNKNOWN, type BuildOptions, type OutputSnippet, type ParsedTemplate, type ResourceDefinition, type StackDefinition } from './types'
+import { formatPath, type PathPart } from './positions'
+import { TemplateError, UNKNOWN, type BuildOptions, type OutputSnippet, type ParsedTemplate, type ResourceDefinition, type StackDefinition } from './types'
 
 export function buildDefinition(t: ParsedTemplate, opts: BuildOptions = {}): StackDefinition {
   const issues = new IssueList({ find: (p) => t.positionOf(p) })
+  const budget = opts.budget ?? new Budget(DEFAULT_EVALUATION_LIMITS)
+  const defined = Object.keys(t.resources).length
+  if (opts.maxResources !== undefined && defined > opts.maxResources) {
+    throw new TemplateError([{ code: 'limit', path: 'resources', line: null, column: null, message: `the template has ${defined} resources; the limit is ${opts.maxResources}`, limit: { name: 'resources_per_stack', max: opts.maxResources } }])
+  }
   const env = opts.environment ?? EMPTY_ENVIRONMENT
-  const params = resolveParameterValues(t, env, opts.parameters ?? {}, { stackName: opts.stackName, stackId: opts.stackId, projectId: opts.projectId, allowMissing: opts.allowMissingParameters === true }, issues)
+  const pseudo = { stackName: opts.stackName, stackId: opts.stackId, projectId: opts.projectId, allowMissing: opts.allowMissingParameters === true, validated: opts.validated === true }
+  const params = resolveParameterValues(t, env, opts.parameters ?? {}, pseudo, issues, budget)
 
   const typeOf = (name: string) => aliasType(env, t.resources[name]!.type)
   const conditionCache = new Map<string, boolean>()
@@ -30,6 +41,8 @@ export function buildDefinition(t: ParsedTemplate, opts: BuildOptions = {}): Sta
     condition(name) {
       const cached = conditionCache.get(name)
       if (cached !== undefined) return cached
+      // A chain of conditions naming each other recurses once per link: as deep as nesting allows, no deeper.
+      if (evaluating.length >= budget.limits.maxDepth) throw new BudgetExceeded('depth', budget.limits.maxDepth).at(`conditions.${name}`)
       if (evaluating.includes(name)) {
         const loop = [...evaluating.slice(evaluating.indexOf(name)), name]
         issues.add('cycle', ['conditions', name], `conditions refer to each other in a loop: ${loop.join(' -> ')}`)
@@ -46,6 +59,8 @@ export function buildDefinition(t: ParsedTemplate, opts: BuildOptions = {}): Sta
     enabled: new Set<string>(),
     attributesOf: (name) => (opts.types && t.resources[name] ? opts.types.attributes(typeOf(name)) : undefined),
     issues,
+    budget,
+    marks: new Marks(),
   }
   // Every condition is evaluated, used or not, so a broken one is reported.
   for (const name of Object.keys(t.conditions)) scope.condition(name, ['conditions', name])
@@ -54,14 +69,14 @@ export function buildDefinition(t: ParsedTemplate, opts: BuildOptions = {}): Sta
   }
 
   const resources: Record<string, ResourceDefinition> = {}
-  for (const name of [...scope.enabled].sort()) {
+  for (const name of opts.outputsOnly ? [] : [...scope.enabled].sort()) {
     const r = t.resources[name]!
     const base: PathPart[] = ['resources', name]
     const type = typeOf(name)
     const refs = new Set<string>()
     const local: StaticScope = { ...scope, refs }
-    const properties = evaluateStatic(r.properties, local, [...base, 'properties']) as Record<string, unknown>
-    const metadata = evaluateStatic(r.metadata, local, [...base, 'metadata']) as Record<string, unknown>
+    const properties = atPath(base, () => evaluateStatic(r.properties, local, [...base, 'properties'])) as Record<string, unknown>
+    const metadata = atPath(base, () => evaluateStatic(r.metadata, local, [...base, 'metadata'])) as Record<string, unknown>
     r.dependsOn.forEach((dep, i) => {
       const at = typeof t.json.resources === 'object' && Array.isArray((t.json.resources as Record<string, { depends_on?: unknown }>)[name]?.depends_on) ? [...base, 'depends_on', i] : [...base, 'depends_on']
       if (!scope.defined.has(dep)) issues.add('reference', at, `depends_on refers to "${dep}", which is not a resource of this template`)
@@ -71,7 +86,7 @@ export function buildDefinition(t: ParsedTemplate, opts: BuildOptions = {}): Sta
       if (!opts.types.has(type)) {
         issues.add('type', [...base, 'type'], `unknown resource type "${r.type}"${type !== r.type ? ` (aliased to "${type}")` : ''}`)
       } else {
-        for (const p of opts.types.validateProperties(type, withUnknowns(properties) as Record<string, unknown>)) {
+        for (const p of opts.types.validateProperties(type, withUnknowns(properties, budget) as Record<string, unknown>)) {
           issues.add('property', [...base, 'properties', ...splitPath(p.path)], p.message)
         }
       }
@@ -83,16 +98,12 @@ export function buildDefinition(t: ParsedTemplate, opts: BuildOptions = {}): Sta
       dependsOn: [...refs].sort(),
       deletionPolicy: r.deletionPolicy,
       // Metadata that needs resource values is kept as written (Kiln does not expose it at runtime).
-      metadata: containsDeferred(metadata) ? r.metadata : metadata,
+      metadata: local.marks.hasDeferred(metadata) ? r.metadata : metadata,
     }
   }
 
-  if (opts.maxResources !== undefined && Object.keys(resources).length > opts.maxResources) {
-    issues.add('limit', ['resources'], `the template has ${Object.keys(resources).length} resources; the limit is ${opts.maxResources}`)
-  }
-
   const names = Object.keys(resources)
-  const { cycles, truncated } = findCycles(names, new Map(names.map((n) => [n, resources[n]!.dependsOn])))
+  const { cycles, truncated } = findCycles(names, new Map(names.map((n) => [n, resources[n]!.dependsOn])), 100, budget)
   if (cycles.length) {
     const text = cycles.map((c) => [...c, c[0]].join(' -> ')).join('; ')
     issues.add('cycle', ['resources', cycles[0]![0]!], `Circular Dependency Found: ${cycles.length}${truncated ? '+' : ''} cycle(s): ${text}`, { cycles })
@@ -104,7 +115,7 @@ export function buildDefinition(t: ParsedTemplate, opts: BuildOptions = {}): Sta
     const on = o.condition === undefined || conditionValue(o.condition, scope, [...base, 'condition'])
     outputs[name] = {
       ...(o.description !== undefined ? { description: o.description } : {}),
-      value: on ? evaluateStatic(o.value, scope, [...base, 'value']) : null,
+      value: on ? atPath(base, () => evaluateStatic(o.value, scope, [...base, 'value'])) : null,
     }
   }
 
@@ -118,11 +129,22 @@ export function buildDefinition(t: ParsedTemplate, opts: BuildOptions = {}): Sta
   }
 }
 
+/** A spent budget names at least the resource or output it was spent in. */
+function atPath<T>(path: PathPart[], fn: () => T): T {
+  try {
+    return fn()
+  } catch (err) {
+    if (err instanceof BudgetExceeded) err.at(formatPath(path))
+    throw err
+  }
+}
+
 /** Deferred values become UNKNOWN so type validation skips what it cannot know yet. */
-function withUnknowns(v: unknown): unknown {
+function withUnknowns(v: unknown, budget: Budget): unknown {
+  budget.op()
   if (v instanceof Deferred) return UNKNOWN
-  if (Array.isArray(v)) return v.map(withUnknowns)
-  if (typeof v === 'object' && v !== null) return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, withUnknowns(x)]))
+  if (Array.isArray(v)) return v.map((x) => withUnknowns(x, budget))
+  if (typeof v === 'object' && v !== null) return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, withUnknowns(x, budget)]))
   return v
 }
 

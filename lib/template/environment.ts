@@ -6,9 +6,10 @@
  * store to fetch them from; those are reported as errors rather than ignored.
  * Issues are prefixed `environment.` so they never look like template paths.
  */
+import { BudgetExceeded, DEFAULT_EVALUATION_LIMITS, deeperThan } from './budget'
 import { IssueList } from './issues'
 import { isMap, readYaml } from './parse'
-import { PositionIndex, type PathPart } from './positions'
+import { formatPath, PositionIndex, type PathPart } from './positions'
 import type { Environment } from './types'
 
 const SECTIONS = ['parameters', 'parameter_defaults', 'resource_registry', 'encrypted_param_names', 'event_sinks', 'parameter_merge_strategies']
@@ -16,14 +17,18 @@ const PREFIX: PathPart[] = ['environment']
 
 export const EMPTY_ENVIRONMENT: Environment = Object.freeze({ parameters: {}, parameterDefaults: {}, resourceRegistry: {} }) as Environment
 
-export function parseEnvironment(source: string | object | null | undefined): Environment {
+export function parseEnvironment(source: string | object | null | undefined, maxDepth = DEFAULT_EVALUATION_LIMITS.maxDepth): Environment {
   if (source === null || source === undefined) return { parameters: {}, parameterDefaults: {}, resourceRegistry: {} }
   let value: unknown = source
   let positions = PositionIndex.empty()
   if (typeof source === 'string') {
     if (!source.trim()) return { parameters: {}, parameterDefaults: {}, resourceRegistry: {} }
-    ;({ value, positions } = readYaml(source, PREFIX))
+    ;({ value, positions } = readYaml(source, PREFIX, maxDepth))
   }
+  // Values are walked recursively later (masking, storage): nothing deeper than a template may be.
+  const tooDeep = deeperThan(value, maxDepth)
+  // Named down to the parameter at most: the keys inside a (perhaps hidden) value are not shown.
+  if (tooDeep) throw new BudgetExceeded('depth', maxDepth).at(formatPath([...PREFIX, ...tooDeep.slice(0, 2)]))
   // Positions index the environment's own text; issues carry the `environment.` prefix.
   const issues = new IssueList({ find: (p) => positions.find(p.slice(PREFIX.length)) }, PREFIX)
   if (!isMap(value)) {

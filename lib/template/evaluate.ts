@@ -12,10 +12,17 @@
  *
  * A map with a single key that names a function is a function call; the
  * functions available depend on heat_template_version.
+ *
+ * Both phases run against a Budget (budget.ts): every node visited is an
+ * operation, and every value a reference brings in is output, each time.
+ * Whether an evaluated list or map holds a Deferred or an UNKNOWN is recorded
+ * as it is built (Marks), so a function never walks its arguments again to
+ * find out: nested functions cost their size, not their size times their depth.
  */
+import { Budget, BudgetExceeded, DEFAULT_EVALUATION_LIMITS } from './budget'
 import { DATA_FUNCTIONS, deepEqual, FunctionError } from './functions-data'
 import type { IssueList } from './issues'
-import type { PathPart } from './positions'
+import { formatPath, type PathPart } from './positions'
 import { UNKNOWN, type ResolveContext } from './types'
 import { available, FUNCTION_SINCE, UNSUPPORTED_FUNCTIONS } from './versions'
 
@@ -31,6 +38,29 @@ export class Deferred {
 const isMap = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Deferred)
 const CONDITION_FNS = ['equals', 'not', 'and', 'or', 'contains']
 
+/** Lists and maps built by an evaluation that hold a Deferred or an UNKNOWN somewhere inside. */
+export class Marks {
+  private readonly deferred = new WeakSet<object>()
+  private readonly unknown = new WeakSet<object>()
+
+  hasDeferred(v: unknown): boolean {
+    return v instanceof Deferred || (typeof v === 'object' && v !== null && this.deferred.has(v))
+  }
+
+  hasUnknown(v: unknown): boolean {
+    return v === UNKNOWN || (typeof v === 'object' && v !== null && this.unknown.has(v))
+  }
+
+  /** Record on a new list or map what its (already evaluated) children hold. */
+  collect<T extends object>(out: T, children: Iterable<unknown>): T {
+    for (const c of children) {
+      if (this.hasDeferred(c)) this.deferred.add(out)
+      if (this.hasUnknown(c)) this.unknown.add(out)
+    }
+    return out
+  }
+}
+
 export interface StaticScope {
   version: string
   params: Record<string, unknown>
@@ -45,6 +75,8 @@ export interface StaticScope {
   issues: IssueList
   /** where get_resource / get_attr references are collected */
   refs?: Set<string>
+  budget: Budget
+  marks: Marks
 }
 
 /** The function name of a node, if it is a function call. */
@@ -57,17 +89,12 @@ export function functionName(node: unknown): string | null {
   return null
 }
 
-export function containsDeferred(v: unknown): boolean {
+/** Whether a value holds a Deferred anywhere (a walk; evaluations use Marks instead). */
+export function containsDeferred(v: unknown, budget?: Budget): boolean {
+  budget?.op()
   if (v instanceof Deferred) return true
-  if (Array.isArray(v)) return v.some(containsDeferred)
-  if (isMap(v)) return Object.values(v).some(containsDeferred)
-  return false
-}
-
-function containsUnknown(v: unknown): boolean {
-  if (v === UNKNOWN) return true
-  if (Array.isArray(v)) return v.some(containsUnknown)
-  if (isMap(v)) return Object.values(v).some(containsUnknown)
+  if (Array.isArray(v)) return v.some((x) => containsDeferred(x, budget))
+  if (isMap(v)) return Object.values(v).some((x) => containsDeferred(x, budget))
   return false
 }
 
@@ -81,7 +108,8 @@ export function dig(value: unknown, path: ReadonlyArray<unknown>, what: string):
       if (!Number.isInteger(i) || i < 0 || i >= cur.length) throw new FunctionError(`${what}: index ${JSON.stringify(key)} is out of range`)
       cur = cur[i]
     } else if (isMap(cur)) {
-      if (!(String(key) in cur)) throw new FunctionError(`${what}: key ${JSON.stringify(key)} not found`)
+      // Own keys only: `constructor` or `__proto__` must not reach the object's prototype.
+      if (!Object.hasOwn(cur, String(key))) throw new FunctionError(`${what}: key ${JSON.stringify(key)} not found`)
       cur = cur[String(key)]
     } else throw new FunctionError(`${what}: cannot look up ${JSON.stringify(key)} in a ${cur === null ? 'null' : typeof cur}`)
   }
@@ -89,10 +117,17 @@ export function dig(value: unknown, path: ReadonlyArray<unknown>, what: string):
 }
 
 export function evaluateStatic(node: unknown, s: StaticScope, path: PathPart[]): unknown {
-  if (Array.isArray(node)) return node.map((x, i) => evaluateStatic(x, s, [...path, i]))
+  s.budget.op()
+  if (Array.isArray(node)) {
+    const out = node.map((x, i) => evaluateStatic(x, s, [...path, i]))
+    return s.marks.collect(out, out)
+  }
   if (!isMap(node)) return node
   const fn = functionName(node)
-  if (!fn) return Object.fromEntries(Object.entries(node).map(([k, v]) => [k, evaluateStatic(v, s, [...path, k])]))
+  if (!fn) {
+    const out = Object.fromEntries(Object.entries(node).map(([k, v]) => [k, evaluateStatic(v, s, [...path, k])]))
+    return s.marks.collect(out, Object.values(out))
+  }
   const args = node[fn]
   const fpath = [...path, fn]
   if (fn in UNSUPPORTED_FUNCTIONS) return report(s, fpath, UNSUPPORTED_FUNCTIONS[fn]!)
@@ -113,13 +148,14 @@ export function evaluateStatic(node: unknown, s: StaticScope, path: PathPart[]):
       default: {
         if (CONDITION_FNS.includes(fn) && fn !== 'contains') return conditionValue(node, s, path)
         const evaluated = evaluateStatic(args, s, fpath)
-        if (containsDeferred(evaluated)) return new Deferred(fn, evaluated, fpath)
-        if (containsUnknown(evaluated)) return UNKNOWN
-        return applyData(fn, evaluated)
+        if (s.marks.hasDeferred(evaluated)) return new Deferred(fn, evaluated, fpath)
+        if (s.marks.hasUnknown(evaluated)) return UNKNOWN
+        return applyData(fn, evaluated, s.budget)
       }
     }
   } catch (err) {
     if (err instanceof FunctionError) return report(s, fpath, err.message)
+    if (err instanceof BudgetExceeded) err.at(formatPath(fpath))
     throw err
   }
 }
@@ -129,18 +165,21 @@ function report(s: StaticScope, path: PathPart[], message: string): null {
   return null
 }
 
-function applyData(fn: string, args: unknown): unknown {
+function applyData(fn: string, args: unknown, budget: Budget): unknown {
   const f = DATA_FUNCTIONS[fn]
   if (!f) throw new FunctionError(`unknown function ${fn}`)
-  return f(args)
+  return f(args, budget)
 }
 
 function getParam(args: unknown, s: StaticScope): unknown {
   const list = Array.isArray(args) ? args : [args]
   const [name, ...rest] = list
   if (typeof name !== 'string') throw new FunctionError('get_param takes a parameter name, or [name, key or index, ...]')
-  if (!(name in s.params)) throw new FunctionError(`The Parameter (${name}) was not defined in the template`)
-  return dig(s.params[name], rest, `get_param ${name}`)
+  if (!Object.hasOwn(s.params, name)) throw new FunctionError(`The Parameter (${name}) was not defined in the template`)
+  const value = dig(s.params[name], rest, `get_param ${name}`)
+  // The value is shared, not copied, but it is stored and sent once per use.
+  s.budget.produced(value)
+  return value
 }
 
 function getResource(args: unknown, s: StaticScope, path: PathPart[]): unknown {
@@ -176,6 +215,7 @@ function getAttr(args: unknown, s: StaticScope, path: PathPart[]): unknown {
 
 /** A condition: a boolean, a condition name, or equals / not / and / or / contains. */
 export function conditionValue(expr: unknown, s: StaticScope, path: PathPart[]): boolean {
+  s.budget.op()
   if (typeof expr === 'boolean') return expr
   if (typeof expr === 'string') {
     if (!s.hasCondition(expr)) {
@@ -200,8 +240,8 @@ export function conditionValue(expr: unknown, s: StaticScope, path: PathPart[]):
       if (!Array.isArray(args) || args.length !== 2) return report(s, fpath, 'equals takes [value, value]') ?? false
       const a = evaluateStatic(args[0], s, [...fpath, 0])
       const b = evaluateStatic(args[1], s, [...fpath, 1])
-      if (containsDeferred(a) || containsDeferred(b)) return report(s, fpath, 'equals in a condition cannot use resource values') ?? false
-      return deepEqual(a, b)
+      if (s.marks.hasDeferred(a) || s.marks.hasDeferred(b)) return report(s, fpath, 'equals in a condition cannot use resource values') ?? false
+      return deepEqual(a, b, s.budget)
     }
     case 'not':
       return !conditionValue(args, s, fpath)
@@ -214,39 +254,70 @@ export function conditionValue(expr: unknown, s: StaticScope, path: PathPart[]):
     default: {
       const evaluated = evaluateStatic(args, s, fpath)
       try {
-        return DATA_FUNCTIONS.contains!(evaluated) as boolean
+        return DATA_FUNCTIONS.contains!(evaluated, s.budget) as boolean
       } catch (err) {
+        if (err instanceof BudgetExceeded) throw err.at(formatPath(fpath))
         return report(s, fpath, (err as Error).message) ?? false
       }
     }
   }
 }
 
+/** What runtime evaluation carries: the budget, and which built values hold an UNKNOWN. */
+export interface Runtime {
+  budget: Budget
+  marks: Marks
+}
+
+export function runtime(budget = new Budget(DEFAULT_EVALUATION_LIMITS)): Runtime {
+  return { budget, marks: new Marks() }
+}
+
 /** Runtime: compute every Deferred in a value with the values of other resources. */
-export function resolveDeferred(v: unknown, ctx: ResolveContext): unknown {
-  if (v instanceof Deferred) return runDeferred(v, ctx)
-  if (Array.isArray(v)) return v.map((x) => resolveDeferred(x, ctx))
-  if (isMap(v)) return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, resolveDeferred(x, ctx)]))
+export function resolveDeferred(v: unknown, ctx: ResolveContext, rt: Runtime = runtime()): unknown {
+  rt.budget.op()
+  if (v instanceof Deferred) return runDeferred(v, ctx, rt)
+  if (Array.isArray(v)) {
+    const out = v.map((x) => resolveDeferred(x, ctx, rt))
+    return rt.marks.collect(out, out)
+  }
+  if (isMap(v)) {
+    const out = Object.fromEntries(Object.entries(v).map(([k, x]) => [k, resolveDeferred(x, ctx, rt)]))
+    return rt.marks.collect(out, Object.values(out))
+  }
   return v
 }
 
-function runDeferred(d: Deferred, ctx: ResolveContext): unknown {
-  if (d.fn === 'get_resource') return ctx.getResource(d.args as string)
-  if (d.fn === 'get_attr') {
-    const [name, attr, ...rest] = d.args as [string, string, ...unknown[]]
-    const value = ctx.getAttr(name, attr)
-    if (value === UNKNOWN) return UNKNOWN
-    try {
-      return dig(value, rest, `get_attr ${name}.${attr}`)
-    } catch {
-      return null // a path into an attribute that is not there yet: Heat answers None
-    }
-  }
-  const args = resolveDeferred(d.args, ctx)
-  if (containsUnknown(args)) return UNKNOWN
+function runDeferred(d: Deferred, ctx: ResolveContext, rt: Runtime): unknown {
   try {
-    return applyData(d.fn, args)
+    if (d.fn === 'get_resource') {
+      const id = ctx.getResource(d.args as string)
+      rt.budget.produced(id)
+      return id
+    }
+    if (d.fn === 'get_attr') {
+      const [name, attr, ...rest] = d.args as [string, string, ...unknown[]]
+      const value = ctx.getAttr(name, attr)
+      if (value === UNKNOWN) return UNKNOWN
+      let found: unknown
+      try {
+        found = dig(value, rest, `get_attr ${name}.${attr}`)
+      } catch {
+        return null // a path into an attribute that is not there yet: Heat answers None
+      }
+      rt.budget.produced(found)
+      return found
+    }
+    const args = resolveDeferred(d.args, ctx, rt)
+    if (rt.marks.hasUnknown(args)) return UNKNOWN
+    try {
+      return applyData(d.fn, args, rt.budget)
+    } catch (err) {
+      if (err instanceof BudgetExceeded) throw err
+      throw new FunctionError(`${d.path.join('.')}: ${(err as Error).message}`)
+    }
   } catch (err) {
-    throw new FunctionError(`${d.path.join('.')}: ${(err as Error).message}`)
+    if (err instanceof BudgetExceeded) err.at(formatPath(d.path))
+    throw err
   }
 }

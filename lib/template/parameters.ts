@@ -2,9 +2,13 @@
  * Parameter values: where they come from (request > environment `parameters`
  * > environment `parameter_defaults` > template `default`), their type
  * conversion and their constraints — with Heat's messages. A hidden
- * parameter's value never appears in a message.
+ * parameter's value never appears in a message. An `allowed_pattern` is
+ * matched by RE2 in linear time (pattern.ts), its cost charged to the budget.
  */
+import { BudgetExceeded, deeperThan, type Budget } from './budget'
 import type { IssueList } from './issues'
+import { formatPath } from './positions'
+import { fullMatch, tenantPattern } from './pattern'
 import { UNKNOWN, type Environment, type ParameterConstraint, type ParameterSchema, type ParsedTemplate } from './types'
 
 const TRUE = ['true', 't', 'yes', 'y', 'on', '1']
@@ -65,7 +69,7 @@ function bounds(b: { min?: number; max?: number }, what: string): string {
 }
 
 /** The first constraint the (converted) value breaks, as a message; null if none. */
-export function checkConstraints(p: ParameterSchema, value: unknown): string | null {
+export function checkConstraints(p: ParameterSchema, value: unknown, budget: Budget): string | null {
   const shown = p.hidden ? '******' : JSON.stringify(value)
   for (const c of p.constraints as ParameterConstraint[]) {
     let broken: string | null = null
@@ -84,8 +88,9 @@ export function checkConstraints(p: ParameterSchema, value: unknown): string | n
       const bad = items.find((x) => !allowed.includes(norm(x) as never))
       if (bad !== undefined) broken = `${p.hidden ? '******' : JSON.stringify(bad)} is not an allowed value ${JSON.stringify(c.allowed_values)}`
     } else if ('allowed_pattern' in c) {
-      // Heat: re.match(pattern) must consume the whole value.
-      if (!new RegExp(`^(?:${c.allowed_pattern})$`, 'u').test(String(value))) broken = `${shown} does not match pattern "${c.allowed_pattern}"`
+      // Heat: re.match(pattern) must consume the whole value. A pattern RE2 cannot run was reported by patternIssues.
+      const compiled = tenantPattern(c.allowed_pattern, budget)
+      if (compiled.ok && !fullMatch(compiled.re, String(value), budget)) broken = `${shown} does not match pattern "${c.allowed_pattern}"`
     }
     if (broken) return c.description ?? broken
   }
@@ -98,6 +103,45 @@ export interface PseudoParameters {
   projectId?: string
   /** a parameter without a value is UNKNOWN rather than an error */
   allowMissing?: boolean
+  /** values and defaults were checked at submit time: constraints are not checked again */
+  validated?: boolean
+}
+
+/** Patterns RE2 cannot run (lookaround, backreferences, bad syntax), each at its constraint, naming the parameter. */
+function patternIssues(t: ParsedTemplate, issues: IssueList, budget: Budget): Set<string> {
+  const broken = new Set<string>()
+  for (const [name, p] of Object.entries(t.parameters)) {
+    p.constraints.forEach((c, i) => {
+      if (!('allowed_pattern' in c)) return
+      const at = ['parameters', name, 'constraints', i, 'allowed_pattern']
+      let compiled: ReturnType<typeof tenantPattern>
+      try {
+        compiled = tenantPattern(c.allowed_pattern, budget)
+      } catch (err) {
+        if (err instanceof BudgetExceeded) err.at(formatPath(at))
+        throw err
+      }
+      if (compiled.ok) return
+      broken.add(name)
+      issues.add('parameter', at, `Parameter '${name}': allowed_pattern ${JSON.stringify(c.allowed_pattern)} cannot be used: ${compiled.reason}`)
+    })
+  }
+  return broken
+}
+
+function atParameter<T>(path: (string | number)[], fn: () => T): T {
+  try {
+    return fn()
+  } catch (err) {
+    if (err instanceof BudgetExceeded) err.at(formatPath(path))
+    throw err
+  }
+}
+
+/** A json value nested deeper than the budget allows is refused before anything walks it. */
+function checkDepth(name: string, value: unknown, budget: Budget): void {
+  // Named at the parameter: the keys inside a (perhaps hidden) value are not shown.
+  if (deeperThan(value, budget.limits.maxDepth)) throw new BudgetExceeded('depth', budget.limits.maxDepth).at(formatPath(['parameters', name]))
 }
 
 export function resolveParameterValues(
@@ -106,6 +150,7 @@ export function resolveParameterValues(
   given: Record<string, unknown>,
   pseudo: PseudoParameters,
   issues: IssueList,
+  budget: Budget,
 ): Record<string, unknown> {
   const values: Record<string, unknown> = {
     'OS::stack_name': pseudo.stackName ?? '',
@@ -118,14 +163,18 @@ export function resolveParameterValues(
   for (const name of Object.keys(env.parameters)) {
     if (!(name in t.parameters)) issues.add('parameter', ['environment', 'parameters', name], `the environment sets parameter ${name}, which the template does not define`)
   }
+  const check = !pseudo.validated
+  const unusable = check ? patternIssues(t, issues, budget) : new Set<string>()
   for (const [name, p] of Object.entries(t.parameters)) {
+    budget.op()
     const path = ['parameters', name]
     // Defaults are checked even when a value is given, as Heat validates the template itself.
-    if (p.default !== undefined) {
+    if (p.default !== undefined && check) {
       const d = convertParameter(p, p.default)
       if (!d.ok) issues.add('parameter', [...path, 'default'], `Parameter '${name}' default is invalid: ${d.message}`)
-      else {
-        const broken = checkConstraints(p, d.value)
+      else if (!unusable.has(name)) {
+        checkDepth(name, d.value, budget)
+        const broken = atParameter([...path, 'default'], () => checkConstraints(p, d.value, budget))
         if (broken) issues.add('constraint', [...path, 'default'], `Parameter '${name}' default is invalid: ${broken}`)
       }
     }
@@ -143,7 +192,8 @@ export function resolveParameterValues(
       issues.add('parameter', path, `Parameter '${name}' is invalid: ${c.message}`)
       continue
     }
-    const broken = checkConstraints(p, c.value)
+    checkDepth(name, c.value, budget)
+    const broken = check && !unusable.has(name) ? atParameter(path, () => checkConstraints(p, c.value, budget)) : null
     if (broken) {
       issues.add('constraint', path, `Parameter '${name}' is invalid: ${broken}`)
       continue

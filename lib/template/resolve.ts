@@ -2,13 +2,20 @@
  * Runtime evaluation: a resource's properties and the stack's outputs, with
  * the values other resources have now (or UNKNOWN, for a preview).
  */
-import { resolveDeferred } from './evaluate'
-import type { ResolveContext, StackDefinition } from './types'
+import { Budget, BudgetExceeded, DEFAULT_EVALUATION_LIMITS } from './budget'
+import { resolveDeferred, runtime } from './evaluate'
+import type { PortableDefinition, ResolveContext } from './types'
 
-export function resolveProperties(def: StackDefinition, name: string, ctx: ResolveContext): Record<string, unknown> {
+/** A resource's properties; `budget` bounds the work (a spent one throws BudgetExceeded). */
+export function resolveProperties(def: Pick<PortableDefinition, 'resources'>, name: string, ctx: ResolveContext, budget = new Budget(DEFAULT_EVALUATION_LIMITS)): Record<string, unknown> {
   const r = def.resources[name]
   if (!r) throw new Error(`resource ${name} is not in the stack definition`)
-  return resolveDeferred(r.properties, ctx) as Record<string, unknown>
+  try {
+    return resolveDeferred(r.properties, ctx, runtime(budget)) as Record<string, unknown>
+  } catch (err) {
+    if (err instanceof BudgetExceeded) err.at(`resources.${name}.properties`)
+    throw err
+  }
 }
 
 export interface ResolvedOutput {
@@ -18,13 +25,28 @@ export interface ResolvedOutput {
   error?: string
 }
 
-export function resolveOutputs(def: StackDefinition, ctx: ResolveContext): Record<string, ResolvedOutput> {
+/**
+ * Every output's value with the values resources have now. An output that
+ * cannot be computed carries its error; one that spends the (shared) budget
+ * carries the budget's message, and so does every output after it.
+ */
+export function resolveOutputs(def: Pick<PortableDefinition, 'outputs'>, ctx: ResolveContext, budget = new Budget(DEFAULT_EVALUATION_LIMITS)): Record<string, ResolvedOutput> {
   const out: Record<string, ResolvedOutput> = {}
+  const rt = runtime(budget)
+  let spent: BudgetExceeded | null = null
   for (const [name, o] of Object.entries(def.outputs)) {
     const description = o.description !== undefined ? { description: o.description } : {}
+    if (spent) {
+      out[name] = { ...description, value: null, error: spent.message }
+      continue
+    }
     try {
-      out[name] = { ...description, value: resolveDeferred(o.value, ctx) }
+      out[name] = { ...description, value: resolveDeferred(o.value, ctx, rt) }
     } catch (err) {
+      if (err instanceof BudgetExceeded) {
+        if (err.inline) throw err // the caller runs it again under the whole budget
+        spent = err.at(`outputs.${name}.value`)
+      }
       out[name] = { ...description, value: null, error: (err as Error).message }
     }
   }

@@ -11,6 +11,7 @@
  *   resolveOutputs(def, ctx)
  * Every problem is a TemplateIssue naming the template path, line and column.
  */
+import type { Budget } from './budget'
 
 /** 1-based line and column in the submitted text. */
 export interface SourcePosition {
@@ -30,6 +31,7 @@ export type TemplateIssueCode =
   | 'property' // resource properties do not match the type's schema
   | 'type' // unknown resource type
   | 'limit' // template too large / too many resources
+  | 'budget' // evaluation ran out of a budget (operations, output, depth, time)
 
 export interface TemplateIssue {
   code: TemplateIssueCode
@@ -41,6 +43,8 @@ export interface TemplateIssue {
   message: string
   /** For `cycle`: every cycle, each as the list of resource names in order (deterministic). */
   cycles?: string[][]
+  /** For `limit` and `budget`: which limit, and its value. */
+  limit?: { name: string; max: number }
 }
 
 /** Thrown by parse/build functions; carries every issue found, not only the first. */
@@ -125,9 +129,24 @@ export interface TypeCatalog {
   validateProperties(typeName: string, properties: Record<string, unknown>): { path: string; message: string }[]
   /** Attribute names the type declares (get_attr on an unknown attribute is an error). */
   attributes(typeName: string): string[] | undefined
+  /** The same catalog as plain data, from which an evaluation thread rebuilds it (lib/resources/catalog.ts). */
+  readonly data: CatalogData
 }
 
+/** Per type: its property schemas (lib/resources PropertySchema), declared attributes (null: any) and whether it takes any property. */
+export type CatalogData = Record<string, { properties: Record<string, unknown>; attributes: string[] | null; acceptsAnyProperties: boolean }>
+
 export interface BuildOptions {
+  /** The evaluation's budget (default: a new one with the default limits). */
+  budget?: Budget
+  /**
+   * A stored template, checked when it was submitted: parameter values and
+   * defaults are not checked against their constraints again (so a rebuild
+   * never compiles or runs a tenant's pattern).
+   */
+  validated?: boolean
+  /** Build only what outputs need (parameters, conditions, outputs): resources are not evaluated. */
+  outputsOnly?: boolean
   environment?: Environment
   /** Parameter values given with the request (override environment `parameters`). */
   parameters?: Record<string, unknown>
@@ -154,6 +173,17 @@ export interface ResourceDefinition {
   dependsOn: string[]
   deletionPolicy: 'Delete' | 'Retain' | 'Snapshot'
   metadata: Record<string, unknown>
+}
+
+/** What the engine, reads and previews use of a definition: plain data and Deferred nodes, no functions. */
+export interface PortableDefinition {
+  /** Resolved parameter values by name (typed: numbers are numbers, lists are arrays, json is parsed). */
+  parameters: Record<string, unknown>
+  /** Names of hidden parameters (their values must never be shown). */
+  hiddenParameters: string[]
+  /** Resources whose condition holds, by name. */
+  resources: Record<string, ResourceDefinition>
+  outputs: Record<string, OutputSnippet>
 }
 
 export interface StackDefinition {
