@@ -122,8 +122,8 @@ export function kilnRoutes(d: ApiDeps, router: Router<Principal>, signals: Signa
     .add('POST', '/api/stacks/:stack/rollback', async (c) => accepted(await d.stacks.rollback(actorOf(c.principal), c.params.stack!)))
     .add('POST', '/api/stacks/:stack/check', async (c) => accepted(await d.stacks.check(actorOf(c.principal), c.params.stack!)))
     .add('POST', '/api/stacks/:stack/resources/:resource/signal', async (c) => {
-      const body = parse(SignalBody, await c.json())
       const stack = await d.reads.stackRow(actorOf(c.principal), c.params.stack!)
+      const body = parse(SignalBody, await c.json())
       return json({ signal: await signals.signal(signalFrom(c.principal), String(stack.id), c.params.resource!, body) })
     }, { signalToken: true })
     .add('GET', '/api/stacks/:stack/resources', async (c) => json({ resources: await d.reads.resources(actorOf(c.principal), c.params.stack!, { all: c.url.searchParams.get('all') === 'true' || c.url.searchParams.get('all') === '1' }) }))

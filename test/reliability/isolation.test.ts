@@ -216,7 +216,7 @@ describe('every route fails closed', () => {
     const failures: string[] = []
     for (const [k, { cookie, csrfToken }] of Object.entries(cookies)) {
       for (const r of routes.kiln.filter((x) => !x.public)) {
-        const path = fill(r.path, { stack: target.id, traversal: 'current', token: cases.logout.id, type: 'OS::Heat::None' })
+        const path = fill(r.path, { stack: target.id, traversal: 'current', token: cases.logout.id, type: 'OS::Heat::None', resource: 'holder' })
         const res = await api.call(r.method, path, { token: null, headers: { cookie, 'x-csrf-token': csrfToken, origin: api.url }, body: bodyFor(r.method, r.path) })
         if (res.status !== 401) failures.push(`${k}: ${r.method} ${path} -> ${res.status}`)
       }
@@ -241,9 +241,9 @@ describe("another project's stack is indistinguishable from a missing one", () =
       for (const [theirs, missing] of [[target.id, missingId], [target.name, missingName]] as const) {
         for (const traversal of ['current', target.traversalId]) {
           const body = bodyFor(r.method, r.path)
-          const a = await api.call(r.method, fill(r.path, { stack: theirs, traversal }), { token: api.b.token, body })
-          const m = await api.call(r.method, fill(r.path, { stack: missing, traversal }), { token: api.b.token, body })
-          const where = `${r.method} ${fill(r.path, { stack: theirs, traversal })}`
+          const a = await api.call(r.method, fill(r.path, { stack: theirs, traversal, resource: 'holder' }), { token: api.b.token, body })
+          const m = await api.call(r.method, fill(r.path, { stack: missing, traversal, resource: 'holder' }), { token: api.b.token, body })
+          const where = `${r.method} ${fill(r.path, { stack: theirs, traversal, resource: 'holder' })}`
           if (a.status !== 404 || m.status !== 404) failures.push(`${where}: ${a.status} (missing: ${m.status})`)
           if (normal(a.text, theirs, target.traversalId) !== normal(m.text, missing, target.traversalId)) failures.push(`${where}: ${a.text} differs from ${m.text}`)
           if (a.text.includes(target.id) && !where.includes(target.id)) failures.push(`${where}: reveals the id`)
@@ -336,7 +336,7 @@ describe('CSRF', () => {
     const before = await snapshot()
     const failures: string[] = []
     for (const r of writes) {
-      const path = fill(r.path, { stack: target.id, traversal: 'current', token: victim.id, type: 'OS::Heat::None' })
+      const path = fill(r.path, { stack: target.id, traversal: 'current', token: victim.id, type: 'OS::Heat::None', resource: 'holder' })
       for (const [label, headers] of attempts) {
         const res = await api.call(r.method, path, { token: null, headers: { cookie, ...headers }, body: bodyFor(r.method, r.path) })
         if (res.status !== 403 || res.body?.error?.code !== 'csrf') failures.push(`${label}: ${r.method} ${path} -> ${res.status} ${res.text.slice(0, 100)}`)
