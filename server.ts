@@ -31,7 +31,7 @@ async function main() {
   const api = toNodeHandler(ctx.api)
   const httpServer = createServer((req, res) => {
     const path = req.url ?? '/'
-    if (path.startsWith('/api/') || path.startsWith('/v1/') || path === '/v1') return void api(req, res)
+    if (path.startsWith('/api/') || path.startsWith('/v1/') || path === '/v1' || path === '/metrics' || path.startsWith('/metrics?')) return void api(req, res)
     // A page's scripts run by this request's nonce: Next reads it from the request's policy header
     // and puts it on every script it renders (lib/server/security-headers.ts). A client's own header is replaced.
     const policy = pagePolicy(newNonce(), dev)

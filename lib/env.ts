@@ -76,6 +76,11 @@ const EnvSchema = z.object({
    * one claim of an empty queue per period. At least 100 ms, so that it never becomes a busy poll.
    */
   KILN_IDLE_CLAIM_MS: int(5000).refine((v) => v >= 100, 'must be at least 100 (milliseconds)'),
+  /**
+   * A worker serves `GET /metrics` (Prometheus) on this port, on HOST; 0: off. `npm start` gives its
+   * second worker this port + 1, and so on.
+   */
+  KILN_WORKER_METRICS_PORT: int(0),
   /** Resource actions one worker process runs at once (its database calls share at most 8 connections). */
   KILN_WORKER_CONCURRENCY: int(64),
   /** After SIGTERM, how long in-flight actions may run before they are aborted. */

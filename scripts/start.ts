@@ -30,6 +30,8 @@ interface Child {
   script: string
   proc: ChildProcess | null
   restarts: number[]
+  /** variables of this child's own (a worker's metrics port) */
+  env?: Record<string, string>
 }
 
 async function main() {
@@ -87,7 +89,7 @@ async function main() {
     }
     const spawnChild = (c: Child) => {
       const proc = spawn(process.execPath, ['--import', 'tsx', c.script], {
-        env: childEnv(base),
+        env: childEnv({ ...base, ...c.env }),
         stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
         detached: true, // own process group: terminal signals reach only the launcher
       })
@@ -116,7 +118,9 @@ async function main() {
       proc.once('exit', () => reject(new Error('the web server exited during start-up')))
     })
     for (let i = 0; i < e.WORKERS; i++) {
-      const w: Child = { name: `worker ${i + 1}`, script: path.join('worker', 'main.ts'), proc: null, restarts: [] }
+      // Each worker serves its metrics on a port of its own.
+      const metrics = e.KILN_WORKER_METRICS_PORT ? { KILN_WORKER_METRICS_PORT: String(e.KILN_WORKER_METRICS_PORT + i) } : undefined
+      const w: Child = { name: `worker ${i + 1}`, script: path.join('worker', 'main.ts'), proc: null, restarts: [], env: metrics }
       children.push(w)
       spawnChild(w)
     }

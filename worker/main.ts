@@ -19,6 +19,8 @@ import { limitsFrom, typeConfigFrom } from '../lib/config'
 import { builtinTypes, createRegistry, stateOnlyTypeNames, typeCatalog } from '../lib/resources/registry'
 import { createStackService } from '../lib/services/stacks'
 import { WorkerRuntime } from './runtime'
+import { processMetrics } from '../lib/metrics/registry'
+import { serveMetrics } from '../lib/metrics/serve'
 import { configureEvaluation } from '../lib/evaluation/pool'
 import { evaluationSettingsFrom } from '../lib/evaluation/settings'
 
@@ -99,6 +101,10 @@ async function main() {
     maxDelayMs: 5000,
     onRetry: (err, _attempt, delay) => log.warn(`database not reachable yet (${(err as Error).message}); retrying in ${delay} ms`),
   })
+  if (e.KILN_WORKER_METRICS_PORT) {
+    const served = await serveMetrics(processMetrics('worker').registry, e.KILN_WORKER_METRICS_PORT, e.HOST)
+    log.info(`metrics on http://${e.HOST}:${served.port}/metrics`)
+  }
   process.send?.({ kind: 'ready', worker: running.worker.id })
 }
 

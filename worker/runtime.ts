@@ -26,6 +26,7 @@ import type { Logger } from '../lib/logger'
 import type { ResourceType, ResourceTypeConfig } from '../lib/resources/types'
 import type { StackService } from '../lib/services/stacks'
 import { dispatchJob, type DispatchDeps } from './dispatch'
+import { processMetrics } from '../lib/metrics/registry'
 import { ActionAborts, type AbortNotice } from './signals'
 
 export type WorkerState = 'starting' | 'running' | 'draining' | 'stopped'
@@ -201,6 +202,12 @@ export class WorkerRuntime {
       let next = this.opts.leaseMs
       try {
         const report = await sweep(this.opts.db.pool, this.opts.leaseMs)
+        const m = processMetrics('worker')
+        m.leaseBreaks.inc(report.broken)
+        m.sweeperActions.inc({ action: 'broken' }, report.broken)
+        m.sweeperActions.inc({ action: 'requeued' }, report.requeued)
+        m.sweeperActions.inc({ action: 'released' }, report.released)
+        m.sweeperActions.inc({ action: 'timed_out' }, report.timedOut)
         if (report.broken || report.requeued || report.released || report.timedOut) {
           this.stats.swept++
           this.log.warn('sweeper repaired stacks', { ...report })
@@ -331,9 +338,11 @@ export class WorkerRuntime {
         let next: ClaimedJob[] = []
         try {
           const res = await dispatchJob(this.deps, job)
+          processMetrics('worker').nodeSteps.inc({ outcome: res.outcome })
           next = res.next
           if (res.outcome === 'gone') await this.releaseOrphans()
         } catch (err) {
+          processMetrics('worker').nodeSteps.inc({ outcome: 'error' })
           this.log.error(`job ${job.id} failed unexpectedly: ${(err as Error).stack ?? err}`)
           this.inFlight.delete(job.id)
           await this.releaseOrphans()

@@ -59,6 +59,8 @@ export type Handler<P> = (c: RouteContext<P>) => Promise<Response> | Response
 
 interface Route<P> {
   method: string
+  /** as registered, e.g. `/api/stacks/:stack` (the metrics' route label) */
+  path: string
   pattern: RegExp
   keys: string[]
   handler: Handler<P>
@@ -86,7 +88,7 @@ export class Router<P> {
         }) +
         '/?$',
     )
-    this.routes.push({ method, pattern, keys, handler, public: opts.public === true, signalToken: opts.signalToken === true })
+    this.routes.push({ method, path, pattern, keys, handler, public: opts.public === true, signalToken: opts.signalToken === true })
     this.sorted = null
     return this
   }

@@ -18,6 +18,7 @@ import { heatError } from './heat-errors'
 import { heatRoutes } from './heat-routes'
 import { clientInputError, errorResponse, HttpError, json, parseJsonBody, readBody, Router, sessionCookie, tooManyAttempts, unauthorized, type ClientInfo } from './http'
 import { kilnRoutes } from './kiln-routes'
+import { processMetrics } from '../metrics/registry'
 import { createSignalService } from '../services/signals'
 import { SIGNAL_TOKEN_PREFIX } from '../resources/builtin/wait-condition'
 
@@ -64,12 +65,14 @@ export function createApi(d: ApiDeps): (req: Request, client?: ClientInfo) => Pr
     const heat = url.pathname.startsWith('/v1/')
     const started = Date.now()
     let res: Response
+    let route = 'unmatched'
     try {
       // Any route, whether or not it reads a body: an oversize request is refused before anything else.
       const declared = Number(req.headers.get('content-length') ?? '0')
       if (declared > d.maxBodyBytes) throw new LimitError(`the request body is ${declared} bytes; the limit is ${d.maxBodyBytes}`, 'body_bytes', d.maxBodyBytes)
       const m = router.match(req.method, url.pathname)
       if (!m) throw new HttpError(404, 'not_found', `no route for ${req.method} ${url.pathname}`)
+      if (!('allowed' in m)) route = m.route.path
       if ('allowed' in m) {
         const allow = [...new Set(m.allowed)].join(', ')
         throw new HttpError(405, 'method_not_allowed', `${req.method} is not allowed here; use ${allow}`, {}, { allow })
@@ -86,6 +89,8 @@ export function createApi(d: ApiDeps): (req: Request, client?: ClientInfo) => Pr
     for (const [k, v] of Object.entries(API_SECURITY_HEADERS)) res.headers.set(k, v)
     // Paths only: query strings and bodies may carry values that must not reach logs.
     d.log.debug(`${req.method} ${url.pathname} ${res.status} ${Date.now() - started}ms`)
+    // Route patterns, never paths: a label per stack id would grow without bound.
+    processMetrics('web').apiLatency.observe({ route, method: req.method, status: `${Math.floor(res.status / 100)}xx` }, (Date.now() - started) / 1000)
     return res
   }
 }

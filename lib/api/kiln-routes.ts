@@ -12,6 +12,7 @@ import { ForbiddenError, ValidationError } from '../services/errors'
 import { actorOf, type ApiDeps } from './deps'
 import { HttpError, intParam, json, parse, Router, sessionCookie, tooManyAttempts } from './http'
 import { openApiDocument } from './openapi'
+import { webMetrics } from '../services/metrics'
 import { signalFrom, type SignalService } from '../services/signals'
 import { CancelBody, CreateBody, SignalBody, LoginBody, ProjectBody, TokenBody, UpdateBody, ValidateBody } from './schemas'
 
@@ -33,6 +34,12 @@ export function kilnRoutes(d: ApiDeps, router: Router<Principal>, signals: Signa
       return json(h, h.status === 'down' ? 503 : 200)
     })
     .add('GET', '/api/openapi.json', () => json(openApiDocument()), { public: true })
+    // Prometheus: for admin tokens (a scraper sends one as a bearer token). Workers serve their own.
+    .add('GET', '/metrics', async (c) => {
+      if (c.principal.role !== 'admin') throw new ForbiddenError('the metrics are for admin tokens')
+      const m = await webMetrics(d.db, d.leaseMs)
+      return new Response(m.body, { status: 200, headers: { 'content-type': m.contentType, 'cache-control': 'no-store' } })
+    })
 
     // ---- session (browser login) ----
     .add('POST', '/api/session', async (c) => {

@@ -25,7 +25,7 @@ export function createMetrics(process: 'web' | 'worker') {
 
   const nodeSteps = new Counter({
     name: 'kiln_node_steps_total',
-    help: 'Graph nodes run by this worker, by outcome (done, failed, blocked, stale, unchanged, gone).',
+    help: 'Graph nodes run by this worker, by outcome (created, updated, unchanged, replaced, deleted, failed, blocked, stale, …; error: the step itself failed).',
     labelNames: ['outcome'] as const,
     registers: [registry],
   })
@@ -59,12 +59,28 @@ export function createMetrics(process: 'web' | 'worker') {
 
 export type Metrics = ReturnType<typeof createMetrics>
 
+let current: Metrics | undefined
+/**
+ * This process's metrics, made on first use. One registry per process: the
+ * web server's API and event bridge, or a worker's runtime, fill it from where
+ * they see the event, without passing it down through every constructor.
+ */
+export function processMetrics(kind: 'web' | 'worker' = 'web'): Metrics {
+  current ??= createMetrics(kind)
+  return current
+}
+
 /**
  * Gauges read from the database at each scrape (`read` runs one query). A
  * failed read leaves the gauges out of that scrape rather than failing it:
  * the process metrics still tell whether the web server itself is alive.
  */
+const withGauges = new WeakSet<Metrics>()
+
 export function addDatabaseGauges(metrics: Metrics, read: () => Promise<DatabaseGauges>) {
+  // Once per registry: a process that serves several APIs (the tests) reads the first one's database.
+  if (withGauges.has(metrics)) return
+  withGauges.add(metrics)
   let pending: Promise<DatabaseGauges | null> | null = null
   // One query serves the four gauges of a scrape.
   const current = () => (pending ??= read().then((v) => v, () => null).finally(() => setTimeout(() => (pending = null), 0)))

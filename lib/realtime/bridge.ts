@@ -22,6 +22,7 @@ import { PgListener } from '../db/listener'
 import { delayFor } from '../db/retry'
 import { watchStackEvents } from '../db/queries/watch'
 import type { Logger } from '../logger'
+import { processMetrics } from '../metrics/registry'
 import type { StackEventMessage } from './contracts'
 
 export interface RoomEmitter {
@@ -66,6 +67,7 @@ export function startBridge(opts: { url: string; pool: pg.Pool; rooms: RoomEmitt
   const lastSeq = new Map<string, number>()
   const projectOf = new Map<string, string>()
   const dirty = new Set<string>()
+  const lag = processMetrics('web').eventDeliveryLag
   let flushing = false
   let flushFailures = 0
   let flushRetry: NodeJS.Timeout | null = null
@@ -119,6 +121,8 @@ export function startBridge(opts: { url: string; pool: pg.Pool; rooms: RoomEmitt
           const events = rows.map(rowToMessage)
           lastSeq.set(stackId, events.at(-1)!.seq)
           opts.rooms.emit(room, 'stack:events', { stackId, events })
+          const now = Date.now()
+          for (const r of rows) lag.observe(Math.max(0, now - new Date(r.created_at as string).getTime()) / 1000)
           if (project) for (const e of events) if (e.kind === 'stack') opts.rooms.emit(`project:${project}`, 'project:stack', e)
           delivered += events.length
           if (rows.length < 500) break
