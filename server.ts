@@ -39,7 +39,7 @@ async function main() {
     for (const [k, v] of Object.entries(pageSecurityHeaders(policy))) res.setHeader(k, v)
     void handle(req, res)
   })
-  const realtime = attachRealtime(httpServer, { url: ctx.db.url, pool: ctx.db.pool, log, failedAttempts: ctx.failedAttempts })
+  const realtime = attachRealtime(httpServer, { url: ctx.db.url, db: ctx.db, log, failedAttempts: ctx.failedAttempts })
 
   await new Promise<void>((resolve) => httpServer.listen(e.PORT, e.HOST, resolve))
   // PORT=0 (tests) picks a free port: report the one actually bound.

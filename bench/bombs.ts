@@ -17,6 +17,7 @@ import pg from 'pg'
 import { createToken } from '../lib/auth/tokens'
 import { ensureDatabase } from '../lib/db/bootstrap'
 import { startEmbeddedPostgres } from '../lib/db/embedded'
+import { createDb } from '../lib/db/client'
 import { applyMigrations } from '../lib/db/migrate'
 import { childEnv, env } from '../lib/env'
 import { chain, deepJson, manyResources, nestedRepeat, redosPattern, runtimeBombs, uniqueSplit, wideRepeat } from './bomb-templates'
@@ -78,11 +79,12 @@ async function main() {
   await ensureDatabase(cluster.adminUrl, 'kiln_bombs')
   const url = cluster.databaseUrl('kiln_bombs')
   await applyMigrations(url)
-  const db = new pg.Pool({ connectionString: url, max: 2 })
+  const kilnDb = createDb(url, { max: 2 })
+  const db = kilnDb.pool
   await db.query('TRUNCATE stack, project, worker, job, event_watch CASCADE')
   const project = async (name: string) => {
     const { rows } = await db.query('INSERT INTO project (name) VALUES ($1) RETURNING id', [name])
-    return (await createToken(db, rows[0].id, `${name}-token`)).secret
+    return (await createToken(kilnDb, rows[0].id, `${name}-token`)).secret
   }
   const tokenA = await project('bombs-a')
   const tokenB = await project('bombs-b')
@@ -195,7 +197,7 @@ async function main() {
   await listener.end()
   for (const p of all) p.child.kill('SIGTERM')
   await Promise.all(all.map((p) => new Promise((r) => (p.child.exitCode !== null ? r(null) : p.child.once('exit', r)))))
-  await db.end()
+  await kilnDb.close()
   if (cluster.startedHere) await cluster.stop()
 }
 

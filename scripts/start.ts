@@ -77,7 +77,7 @@ async function main() {
     const applied = await applyMigrations(database.url)
     log.info(applied.length ? `applied migrations: ${applied.join(', ')}` : 'database schema is up to date')
     const db = createDb(database.url, { max: 2 })
-    const admin = await bootstrapAdmin(db.pool, e.KILN_ADMIN_TOKEN)
+    const admin = await bootstrapAdmin(db, e.KILN_ADMIN_TOKEN)
     await db.close()
     await ensureBuild(log)
 

@@ -45,7 +45,7 @@ export function appContext(): AppContext {
   const log = createLogger({ level: e.KILN_LOG_LEVEL, format: e.KILN_LOG_FORMAT }).scope({ proc: 'web' })
   const stacks = createStackService({ db, catalog: typeCatalog(registry), types: registry, limits: limitsFrom(e), defaultTimeoutMins: e.KILN_DEFAULT_TIMEOUT_MINS })
   const reads = createReadService(db.pool, registry)
-  const accounts = createAccountService(db.pool)
+  const accounts = createAccountService(db)
   const failedAttempts = failedAttemptLimit({ perMinute: e.KILN_AUTH_FAILURES_PER_MINUTE, log })
   let publicUrl = publicUrlFrom(e, e.PORT)
   const deps: ApiDeps = { db, stacks, reads, accounts, registry, log, failedAttempts, maxBodyBytes: e.KILN_MAX_BODY_BYTES, limits: limitsFrom(e), leaseMs: e.KILN_LEASE_MS, secureCookies: e.KILN_SECURE_COOKIES, publicUrl: () => publicUrl }

@@ -7,7 +7,8 @@
  * server.ts and by tests.
  */
 import type { Server as HttpServer } from 'node:http'
-import type pg from 'pg'
+import type { Db } from '../db/client'
+import { subscribeCheck } from '../db/queries/accounts'
 import { Server } from 'socket.io'
 import type { Logger } from '../logger'
 import { startBridge } from '../realtime/bridge'
@@ -17,7 +18,7 @@ import { API_SECURITY_HEADERS } from './security-headers'
 import { authenticateSocket, type SocketPrincipal } from './socket-auth'
 import { socketLifetime } from './socket-lifetime'
 
-export function attachRealtime(httpServer: HttpServer, opts: { url: string; pool: pg.Pool; log: Logger; failedAttempts: FailedAttemptLimit }): { close(): Promise<void>; io: Server } {
+export function attachRealtime(httpServer: HttpServer, opts: { url: string; db: Db; log: Logger; failedAttempts: FailedAttemptLimit }): { close(): Promise<void>; io: Server } {
   const io = new Server<ClientToServerEvents, ServerToClientEvents, Record<string, never>, { principal: SocketPrincipal }>(httpServer, {
     serveClient: false,
     maxHttpBufferSize: 64 * 1024,
@@ -26,10 +27,10 @@ export function attachRealtime(httpServer: HttpServer, opts: { url: string; pool
   const secure = (headers: Record<string, string>) => void Object.assign(headers, API_SECURITY_HEADERS)
   io.engine.on('initial_headers', secure)
   io.engine.on('headers', secure)
-  const lifetime = socketLifetime({ url: opts.url, pool: opts.pool, log: opts.log, sockets: () => io.sockets.sockets.values() })
+  const lifetime = socketLifetime({ url: opts.url, pool: opts.db.pool, log: opts.log, sockets: () => io.sockets.sockets.values() })
   const bridge = startBridge({
     url: opts.url,
-    pool: opts.pool,
+    pool: opts.db.pool,
     log: opts.log,
     rooms: {
       watched: (room) => (io.sockets.adapter.rooms.get(room)?.size ?? 0) > 0,
@@ -47,7 +48,7 @@ export function attachRealtime(httpServer: HttpServer, opts: { url: string; pool
         const wait = await opts.failedAttempts.retryAfter(address)
         if (wait) return next(Object.assign(new Error('too many failed authentication attempts'), { data: { retryAfter: wait } }))
       }
-      const principal = await authenticateSocket(opts.pool, socket.handshake)
+      const principal = await authenticateSocket(opts.db, socket.handshake)
       if (!principal) {
         if (triesToken) await opts.failedAttempts.failed(address)
         return next(new Error('unauthorized'))
@@ -69,18 +70,14 @@ export function attachRealtime(httpServer: HttpServer, opts: { url: string; pool
         if (typeof stackId !== 'string' || !/^[0-9a-f-]{36}$/i.test(stackId)) return reply({ ok: false, error: 'not found' })
         // The credential is checked again on every subscribe: a token revoked (or expired) since the
         // handshake opens no more rooms, and its socket is closed.
-        const { rows } = await opts.pool.query(
-          `SELECT EXISTS (SELECT 1 FROM api_token WHERE id = $3 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())) AS live,
-                  EXISTS (SELECT 1 FROM stack WHERE id = $1 AND project_id = $2) AS found`,
-          [stackId, p.projectId, p.tokenId],
-        )
-        if (!rows[0].live) {
+        const check = await subscribeCheck(opts.db, p.tokenId, p.projectId, stackId)
+        if (!check.live) {
           reply({ ok: false, error: 'unauthorized' })
           setTimeout(() => socket.disconnect(true), 0)
           return
         }
         // Another project's stack looks exactly like a missing one.
-        if (!rows[0].found) return reply({ ok: false, error: 'not found' })
+        if (!check.found) return reply({ ok: false, error: 'not found' })
         await socket.join(`stack:${stackId}`)
         reply({ ok: true, lastSeq: await bridge.track(stackId) })
       } catch {

@@ -3,8 +3,9 @@
  * (`auth: { token }`), or the browser's session cookie. Sessions are looked
  * up here too so that sockets and HTTP requests agree on who is who.
  */
-import type pg from 'pg'
 import { hashToken, verifyToken } from '../auth/tokens'
+import type { Db } from '../db/client'
+import { sessionByHash } from '../db/queries/accounts'
 
 export interface SocketPrincipal {
   projectId: string
@@ -39,12 +40,12 @@ function sameOrigin(headers: Record<string, string | string[] | undefined>): boo
 }
 
 export async function authenticateSocket(
-  pool: Pick<pg.Pool, 'query'>,
+  db: Db,
   handshake: { auth?: Record<string, unknown>; headers: Record<string, string | string[] | undefined> },
 ): Promise<SocketPrincipal | null> {
   const token = typeof handshake.auth?.token === 'string' ? handshake.auth.token : null
   if (token) {
-    const p = await verifyToken(pool, token)
+    const p = await verifyToken(db, token)
     return p ? { projectId: p.projectId, tokenId: p.tokenId, name: p.tokenName, sessionHash: null, expiresAt: p.expiresAt } : null
   }
   const cookie = cookieValue(handshake.headers.cookie as string | undefined, SESSION_COOKIE)
@@ -53,11 +54,8 @@ export async function authenticateSocket(
   // from Kiln's own pages (cross-site WebSocket hijacking), like the CSRF check on HTTP writes.
   if (!sameOrigin(handshake.headers)) return null
   const sessionHash = hashToken(cookie)
-  const { rows } = await pool.query(
-    `SELECT t.id, t.name, t.project_id, least(s.expires_at, t.expires_at) AS expires_at FROM session s JOIN api_token t ON t.id = s.token_id
-      WHERE s.session_hash = $1 AND s.expires_at > now() AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > now())`,
-    [sessionHash],
-  )
-  const r = rows[0]
-  return r ? { projectId: r.project_id, tokenId: r.id, name: r.name, sessionHash, expiresAt: r.expires_at ? new Date(r.expires_at) : null } : null
+  const r = await sessionByHash(db, sessionHash)
+  // The socket lives as long as the shorter of the session and its token.
+  const expiresAt = r ? (r.expiresAt && r.expiresAt < r.sessionExpiresAt ? r.expiresAt : r.sessionExpiresAt) : null
+  return r ? { projectId: r.projectId, tokenId: r.tokenId, name: r.tokenName, sessionHash, expiresAt } : null
 }

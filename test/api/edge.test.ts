@@ -296,7 +296,7 @@ describe('a socket lives as long as its credential', () => {
     const stackId = created.body.stack.id as string
     expect(await c.settle(stackId)).toBe('CREATE_COMPLETE')
 
-    const t = await createToken(c.db.pool, api.a.projectId, 'to-revoke')
+    const t = await createToken(c.db, api.a.projectId, 'to-revoke')
     // both sockets on `other`; the revocation goes through `api`
     const victim = socketFor(other.url, { auth: { token: t.secret } })
     const control = socketFor(other.url, { auth: { token: api.a.token } })
@@ -333,7 +333,7 @@ describe('a socket lives as long as its credential', () => {
       expect(res.status).toBe(200)
       return { cookie: res.headers.get('set-cookie')!.split(';')[0]!, csrf: ((await res.json()) as { csrfToken: string }).csrfToken }
     }
-    const t = await createToken(c.db.pool, api.a.projectId, 'session-owner')
+    const t = await createToken(c.db, api.a.projectId, 'session-owner')
     const [loggingOut, revokedWithToken, bystander] = [await login(t.secret), await login(t.secret), await login(api.a.token)]
     const open = async (s: { cookie: string }) => {
       const sock = socketFor(other.url, { extraHeaders: { cookie: s.cookie, origin: other.url } })
@@ -357,14 +357,14 @@ describe('a socket lives as long as its credential', () => {
   })
 
   test('a socket closes when its token expires', async () => {
-    const t = await createToken(c.db.pool, api.a.projectId, 'short-lived', { expiresAt: new Date(Date.now() + 1500) })
+    const t = await createToken(c.db, api.a.projectId, 'short-lived', { expiresAt: new Date(Date.now() + 1500) })
     const s = socketFor(api.url, { auth: { token: t.secret } })
     expect(await handshake(s)).toBe('connected')
     expect(await disconnected(s)).toBe('io server disconnect')
   })
 
   test('a revocation made while the listener was away (unannounced) closes the socket when the listener is back', async () => {
-    const t = await createToken(c.db.pool, api.a.projectId, 'revoked-quietly')
+    const t = await createToken(c.db, api.a.projectId, 'revoked-quietly')
     const s = socketFor(api.url, { auth: { token: t.secret } })
     expect(await handshake(s)).toBe('connected')
     const gone = disconnected(s)

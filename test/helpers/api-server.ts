@@ -36,7 +36,7 @@ export interface ApiServer {
 export async function makeProject(c: TestCluster, role: 'admin' | 'member') {
   const name = `p-${crypto.randomBytes(4).toString('hex')}`
   const { rows } = await c.db.pool.query(`INSERT INTO project (name) VALUES ($1) RETURNING id`, [name])
-  const t = await createToken(c.db.pool, rows[0].id, `${name}-token`, { role })
+  const t = await createToken(c.db, rows[0].id, `${name}-token`, { role })
   return { projectId: String(rows[0].id), projectName: name, token: t.secret }
 }
 
@@ -71,7 +71,7 @@ export async function startApiServer(c: TestCluster, opts: ApiServerOptions = {}
     db,
     stacks: createStackService({ db, catalog: typeCatalog(registry), types: registry, limits, defaultTimeoutMins: 30 }),
     reads: createReadService(db.pool, registry),
-    accounts: createAccountService(db.pool),
+    accounts: createAccountService(db),
     registry,
     log,
     maxBodyBytes: opts.maxBodyBytes ?? 2 << 20,
@@ -82,7 +82,7 @@ export async function startApiServer(c: TestCluster, opts: ApiServerOptions = {}
     publicUrl: () => url,
   }
   const server: Server = createServer(toNodeHandler(createApi(deps)))
-  const realtime = attachRealtime(server, { url: c.url, pool: db.pool, log, failedAttempts })
+  const realtime = attachRealtime(server, { url: c.url, db, log, failedAttempts })
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
   url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
 

@@ -133,16 +133,16 @@ describe('the route list', () => {
 describe('every route fails closed', () => {
   test('no token, malformed, unknown, expired, revoked (API and SQL), expired later: 401 on every route, through both headers, and nothing written', async () => {
     const pool = c.db.pool
-    const expired = await createToken(pool, api.a.projectId, 'expired', { role: 'admin', expiresAt: new Date(Date.now() - 60_000) })
-    const lapsed = await createToken(pool, api.a.projectId, 'lapsed', { role: 'admin' })
-    const revokedApi = await createToken(pool, api.a.projectId, 'revoked-api', { role: 'admin' })
-    const revokedSql = await createToken(pool, api.a.projectId, 'revoked-sql', { role: 'admin' })
+    const expired = await createToken(c.db, api.a.projectId, 'expired', { role: 'admin', expiresAt: new Date(Date.now() - 60_000) })
+    const lapsed = await createToken(c.db, api.a.projectId, 'lapsed', { role: 'admin' })
+    const revokedApi = await createToken(c.db, api.a.projectId, 'revoked-api', { role: 'admin' })
+    const revokedSql = await createToken(c.db, api.a.projectId, 'revoked-sql', { role: 'admin' })
     // each worked before it stopped working: the 401s below are about expiry and revocation
     for (const t of [lapsed, revokedApi, revokedSql]) expect((await api.call('GET', `/api/stacks/${target.id}`, { token: t.secret })).status).toBe(200)
     await pool.query(`UPDATE api_token SET expires_at = now() - interval '1 second' WHERE id = $1`, [lapsed.id])
     expect((await api.call('DELETE', `/api/tokens/${revokedApi.id}`)).status).toBe(204)
     await pool.query(`UPDATE api_token SET revoked_at = now() WHERE id = $1`, [revokedSql.id])
-    const victim = await createToken(pool, api.a.projectId, 'victim', { role: 'member' }) // what DELETE /api/tokens/{token} would revoke
+    const victim = await createToken(c.db, api.a.projectId, 'victim', { role: 'member' }) // what DELETE /api/tokens/{token} would revoke
 
     const credentials: [string, string | null][] = [
       ['none', null],
@@ -197,10 +197,10 @@ describe('every route fails closed', () => {
   test('a session cookie stops working when its token is revoked or expires, or the session expires', async () => {
     const pool = c.db.pool
     const cases = {
-      revoked: await createToken(pool, api.a.projectId, 'cookie-revoked', { role: 'admin' }),
-      expired: await createToken(pool, api.a.projectId, 'cookie-expired', { role: 'admin' }),
-      session: await createToken(pool, api.a.projectId, 'cookie-session', { role: 'admin' }),
-      logout: await createToken(pool, api.a.projectId, 'cookie-logout', { role: 'admin' }),
+      revoked: await createToken(c.db, api.a.projectId, 'cookie-revoked', { role: 'admin' }),
+      expired: await createToken(c.db, api.a.projectId, 'cookie-expired', { role: 'admin' }),
+      session: await createToken(c.db, api.a.projectId, 'cookie-session', { role: 'admin' }),
+      logout: await createToken(c.db, api.a.projectId, 'cookie-logout', { role: 'admin' }),
     }
     const cookies: Record<string, { cookie: string; csrfToken: string }> = {}
     for (const [k, t] of Object.entries(cases)) {
@@ -322,7 +322,7 @@ describe('CSRF', () => {
     const { cookie, csrfToken } = await login(api.a.token)
     const writes = routes.kiln.filter((r) => !r.public && r.method !== 'GET')
     expect(writes.length).toBeGreaterThanOrEqual(13)
-    const victim = await createToken(c.db.pool, api.a.projectId, 'csrf-victim', { role: 'member' })
+    const victim = await createToken(c.db, api.a.projectId, 'csrf-victim', { role: 'member' })
     const attempts: [string, Record<string, string>][] = [
       ['no header', {}],
       ['no header, same origin', { origin: api.url }],
@@ -382,15 +382,15 @@ describe('Socket.IO', () => {
 
   test('no credentials, malformed, unknown, expired, revoked: refused; another project: not found, like a missing stack', async () => {
     const pool = c.db.pool
-    const expired = await createToken(pool, api.a.projectId, 'sock-expired', { expiresAt: new Date(Date.now() - 1000) })
-    const lapsed = await createToken(pool, api.a.projectId, 'sock-lapsed')
-    const revoked = await createToken(pool, api.a.projectId, 'sock-revoked')
+    const expired = await createToken(c.db, api.a.projectId, 'sock-expired', { expiresAt: new Date(Date.now() - 1000) })
+    const lapsed = await createToken(c.db, api.a.projectId, 'sock-lapsed')
+    const revoked = await createToken(c.db, api.a.projectId, 'sock-revoked')
     expect(await attempt({ auth: { token: lapsed.secret } })).toBe('joined')
     expect(await attempt({ auth: { token: revoked.secret } })).toBe('joined')
     await pool.query(`UPDATE api_token SET expires_at = now() - interval '1 second' WHERE id = $1`, [lapsed.id])
     expect((await api.call('DELETE', `/api/tokens/${revoked.id}`)).status).toBe(204)
     const revokedCookie = await (async () => {
-      const t = await createToken(pool, api.a.projectId, 'sock-cookie-revoked')
+      const t = await createToken(c.db, api.a.projectId, 'sock-cookie-revoked')
       const s = await login(t.secret)
       expect((await api.call('DELETE', `/api/tokens/${t.id}`)).status).toBe(204)
       return s.cookie
@@ -424,7 +424,7 @@ describe('Socket.IO', () => {
   })
 
   test('a socket whose token is revoked after it connected is disconnected, and cannot come back', async () => {
-    const t = await createToken(c.db.pool, api.a.projectId, 'sock-live-revoke')
+    const t = await createToken(c.db, api.a.projectId, 'sock-live-revoke')
     const s = connect(api.url, { transports: ['websocket'], reconnection: false, forceNew: true, auth: { token: t.secret } })
     open.push(s)
     await new Promise<void>((resolve, reject) => (s.on('connect', () => resolve()), s.on('connect_error', reject)))
