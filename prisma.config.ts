@@ -3,7 +3,7 @@
 import path from 'node:path'
 import { defineConfig } from 'prisma/config'
 
-// eslint-disable-next-line no-restricted-syntax -- the Prisma CLI reads its config outside our env parser
+// The Prisma CLI reads this file outside Kiln's env parser (lib/env.ts).
 const engineFromEnv = process.env.PRISMA_SCHEMA_ENGINE_BINARY
 if (!engineFromEnv) process.env.PRISMA_SCHEMA_ENGINE_BINARY = path.resolve('prisma/schema-engine-stub.sh')
 

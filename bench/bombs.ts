@@ -117,7 +117,7 @@ async function main() {
   const call = async (method: string, route: string, token: string, body?: unknown) => {
     const res = await fetch(base + route, { method, headers: { 'x-auth-token': token, 'content-type': 'application/json' }, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) })
     const text = await res.text()
-    let parsed: any = null
+    let parsed: any
     try {
       parsed = JSON.parse(text)
     } catch {

@@ -20,7 +20,7 @@ async function main() {
   const url = pg.url
   const c = await TestCluster.start(url, { workers: num('--workers', 2), leaseMs: 3000 })
   const web = await startWebServer(c)
-  let ok = false
+  let ok: boolean
   try {
     const a = await makeProject(c, 'admin')
     const report = await runLoad(c, { url: web.url, token: a.token, clients: num('--clients', 50), sockets: num('--sockets', 100), stacks: num('--stacks', 5), seconds: num('--seconds', 30) })

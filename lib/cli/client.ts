@@ -15,6 +15,7 @@ export class KilnClient {
     readonly token: string,
   ) {}
 
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the API's JSON, read by the commands that asked for it
   async request<T = any>(method: string, path: string, body?: unknown, raw = false): Promise<T> {
     let res: Response
     try {
@@ -29,7 +30,7 @@ export class KilnClient {
     const text = await res.text()
     if (!res.ok) {
       let message = `${res.status} ${res.statusText}`
-      let issues = []
+      let issues: ConstructorParameters<typeof ApiError>[2] = []
       try {
         const b = JSON.parse(text)
         message = b.error?.message ?? message
@@ -43,9 +44,11 @@ export class KilnClient {
     return (text ? JSON.parse(text) : null) as T
   }
 
+  /* eslint-disable @typescript-eslint/no-explicit-any -- as request */
   get = <T = any>(path: string) => this.request<T>('GET', path)
   post = <T = any>(path: string, body: unknown = {}) => this.request<T>('POST', path, body)
   put = <T = any>(path: string, body: unknown) => this.request<T>('PUT', path, body)
   patch = <T = any>(path: string, body: unknown) => this.request<T>('PATCH', path, body)
   del = <T = any>(path: string) => this.request<T>('DELETE', path)
+  /* eslint-enable @typescript-eslint/no-explicit-any */
 }

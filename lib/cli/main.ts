@@ -97,7 +97,7 @@ stack
     const res = await client().get(`/api/stacks?${q}`)
     print(res.stacks, () =>
       table(
-        res.stacks.map((s: any) => ({ ...s, status: `${s.action}_${s.status}`, progress: s.progress ? `${s.progress.done}/${s.progress.total}` : '' })),
+        res.stacks.map((s: { action: string; status: string; progress?: { done: number; total: number } | null }) => ({ ...s, status: `${s.action}_${s.status}`, progress: s.progress ? `${s.progress.done}/${s.progress.total}` : '' })),
         ['name', 'id', 'status', 'progress', 'createdAt'],
       ),
     )
@@ -163,7 +163,7 @@ stack
     const res = await client().post(`/api/stacks/${encodeURIComponent(ref)}/preview`, submission(o))
     print(res, () =>
       [
-        table(res.items.map((i: any) => ({ ...i, changed: (i.changed ?? []).join(','), reason: i.reason ?? '' })), ['name', 'type', 'action', 'changed', 'reason']),
+        table(res.items.map((i: { changed?: string[]; reason?: string }) => ({ ...i, changed: (i.changed ?? []).join(','), reason: i.reason ?? '' })), ['name', 'type', 'action', 'changed', 'reason']),
         '',
         Object.entries(res.summary).map(([k, v]) => `${v} ${k}`).join(', ') + (res.against.inFlight ? '  (against the in-flight target)' : ''),
       ].join('\n'),
@@ -204,7 +204,7 @@ stack
   .option('--limit <n>', 'at most n events', '200')
   .action(async (ref, o) => {
     const res = await client().get(`/api/stacks/${encodeURIComponent(ref)}/events?after=${o.after}&limit=${o.limit}`)
-    print(res.events, () => table(res.events.map((e: any) => ({ ...e, state: e.action ? `${e.action}_${e.status}` : (e.data?.state ?? '') })), ['seq', 'at', 'kind', 'resourceName', 'state', 'reason']))
+    print(res.events, () => table(res.events.map((e: { action: string | null; status: string | null; data?: { state?: string } | null }) => ({ ...e, state: e.action ? `${e.action}_${e.status}` : (e.data?.state ?? '') })), ['seq', 'at', 'kind', 'resourceName', 'state', 'reason']))
   })
 
 stack

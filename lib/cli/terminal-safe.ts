@@ -7,6 +7,7 @@
 import stripAnsi from 'strip-ansi'
 
 /** C0 controls except tab and newline (so also CR, which can overwrite a line), DEL, and C1 controls. */
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
 const CONTROLS = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g
 
 /** For human output: escape sequences (CSI, OSC, DCS…, with their payloads) removed, then every other control character. */

@@ -217,7 +217,12 @@ export function criticalPath(index: GraphIndex, weight: (id: NodeId) => number =
   }
   let start: NodeId | null = null
   let length = 0
-  for (const [id, v] of memo) if (v.length > length) ((length = v.length), (start = id))
+  for (const [id, v] of memo) {
+    if (v.length > length) {
+      length = v.length
+      start = id
+    }
+  }
   const path: NodeId[] = []
   for (let cur = start; cur !== null; cur = memo.get(cur)!.next) path.push(cur)
   return { length, path: path.reverse() }

@@ -71,7 +71,7 @@ function request(
         res.setEncoding('utf8')
         res.on('data', (d: string) => (text += d))
         res.on('end', () => {
-          let body: unknown = null
+          let body: unknown
           try {
             body = text ? JSON.parse(text) : null
           } catch {

@@ -131,6 +131,7 @@ describe('kiln CLI', () => {
     expect(printed).toMatch(/evilX\s+CREATE_FAILED\s+Resource CREATE failed: Test Resource failed evilX/) // the text is kept, the controls dropped
     expect(printed).toMatch(/evilX#\d+/) // the graph export
     expect(printed).toContain('404: stack evil not found')
+    // eslint-disable-next-line no-control-regex -- no control character may reach the terminal
     expect(printed).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/)
     // --json keeps the value, escaped (JSON.parse gives the name back exactly)
     const events = JSON.parse(runs[4]!.stdout) as { resourceName: string | null }[]

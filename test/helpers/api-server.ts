@@ -110,7 +110,7 @@ export async function startApiServer(c: TestCluster, opts: ApiServerOptions = {}
       }
       const res = await fetch(url + path, { method, headers, body, redirect: 'manual' })
       const text = await res.text()
-      let parsed: unknown = null
+      let parsed: unknown
       try {
         parsed = text ? JSON.parse(text) : null
       } catch {

@@ -93,7 +93,7 @@ function raw(method: string, path: string, o: { headers?: Record<string, string>
       res.on('data', (d: Buffer) => chunks.push(d))
       res.on('end', () => {
         const text = Buffer.concat(chunks).toString('utf8')
-        let body: unknown = null
+        let body: unknown
         try {
           body = text ? JSON.parse(text) : null
         } catch {
@@ -279,9 +279,15 @@ function build(m: Model): Built {
     }
     if (r.type === 'OS::Heat::TestResource') {
       properties.value = values[0] ?? r.value
-      if (r.fail) (properties.fail = true), (harmless = false)
+      if (r.fail) {
+        properties.fail = true
+        harmless = false
+      }
       if (r.replace !== undefined) properties.update_replace = r.replace
-      if (r.extra) Object.assign(properties, r.extra), (harmless = false)
+      if (r.extra) {
+        Object.assign(properties, r.extra)
+        harmless = false
+      }
     } else if (r.type === 'OS::Heat::None') {
       // Random properties: None accepts any (docs/guide/resource-types.md), at submit time and at run time alike.
       values.forEach((v, k) => (properties[`p${k}`] = v))

@@ -54,7 +54,6 @@ function amplified(unit: string, levels: number): unknown {
 
 type Who = 'a' | 'b'
 const token = (who: Who) => (who === 'a' ? api.a.token : api.b.token)
-const projectOf = (who: Who) => (who === 'a' ? api.a.projectId : api.b.projectId)
 
 async function createStack(who: Who, template: unknown): Promise<string> {
   const r = await api.call('POST', '/api/stacks', { token: token(who), body: { name: `${who}-${crypto.randomBytes(3).toString('hex')}`, template } })
