@@ -29,7 +29,8 @@ module.exports = {
       name: 'only-lib-db-talks-to-the-database',
       severity: 'error',
       comment: "Kiln's own database is reached only through lib/db (its queries and functions).",
-      from: { path: '^(lib|worker|app|components|server\\.ts|scripts|bench)', pathNot: ['^lib/db/', '^lib/resources/builtin/postgres-database\\.ts$'] },
+      // bench/ is a measuring instrument: it reads PostgreSQL's own counters (transaction ids, pg_stat_statements).
+      from: { path: '^(lib|worker|app|components|server\\.ts|scripts)', pathNot: ['^lib/db/', '^lib/resources/builtin/postgres-database\\.ts$'] },
       // Type-only imports too: a module that takes a pg.Pool to run its own SQL talks to the database.
       to: { path: ['^node_modules/(@types/)?pg/', '^node_modules/@prisma/', '^lib/db/generated/'] },
     },

@@ -3,7 +3,7 @@
  * (worker/runtime.ts) and the deterministic scenario harness (test/scenarios),
  * so both exercise the same code.
  */
-import type pg from 'pg'
+import type { Db } from '../lib/db/client'
 import { runNode, type NodeResult, type NodeRunnerDeps } from '../lib/engine/check-resource'
 import type { ClaimedJob } from '../lib/engine/ports'
 import { completeJob } from '../lib/db/queries/queue'
@@ -12,7 +12,7 @@ import type { StackService } from '../lib/services/stacks'
 export interface DispatchDeps {
   node: NodeRunnerDeps
   services: Pick<StackService, 'rollbackAfterFailure'>
-  pool: pg.Pool
+  pool: Db['pool']
   workerId: string
 }
 

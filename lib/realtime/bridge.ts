@@ -17,10 +17,10 @@
  * each and in order.
  */
 import crypto from 'node:crypto'
-import type pg from 'pg'
+import type { Db } from '../db/client'
 import { PgListener } from '../db/listener'
 import { delayFor } from '../db/retry'
-import { watchStackEvents } from '../db/queries/watch'
+import { eventsAfter, eventsStillHeld, serverStartTime, stackProjectAndServerStart, watchStackEvents } from '../db/queries/watch'
 import type { Logger } from '../logger'
 import { processMetrics } from '../metrics/registry'
 import type { StackEventMessage } from './contracts'
@@ -63,7 +63,7 @@ const WATCH_RENEW_MS = 20_000
 /** How long the LISTEN connection may take to answer the ping sent with each renewal. */
 const PING_TIMEOUT_MS = 10_000
 
-export function startBridge(opts: { url: string; pool: pg.Pool; rooms: RoomEmitter; log: Logger }): Bridge {
+export function startBridge(opts: { url: string; pool: Db['pool']; rooms: RoomEmitter; log: Logger }): Bridge {
   const lastSeq = new Map<string, number>()
   const projectOf = new Map<string, string>()
   const dirty = new Set<string>()
@@ -116,7 +116,7 @@ export function startBridge(opts: { url: string; pool: pg.Pool; rooms: RoomEmitt
           continue
         }
         for (;;) {
-          const { rows } = await opts.pool.query(`SELECT * FROM event WHERE stack_id = $1 AND seq > $2 ORDER BY seq LIMIT 500`, [stackId, lastSeq.get(stackId)])
+          const rows = await eventsAfter(opts.pool, stackId, lastSeq.get(stackId)!, 500)
           if (!rows.length || unsure) break
           const events = rows.map(rowToMessage)
           lastSeq.set(stackId, events.at(-1)!.seq)
@@ -159,23 +159,12 @@ export function startBridge(opts: { url: string; pool: pg.Pool; rooms: RoomEmitt
    * refetch.
    */
   async function rewind() {
-    const { rows: now } = await opts.pool.query(`SELECT pg_postmaster_start_time() AS started`)
-    const started = now[0].started as Date
+    const started = await serverStartTime(opts.pool)
     const restarted = serverStart !== null && started.getTime() !== serverStart.getTime()
     serverStart = started
     if (!lastSeq.size) return
-    const ids = [...lastSeq.keys()]
-    // Backwards from the last number sent; stops at the first event older than the restart.
-    const { rows } = await opts.pool.query(
-      `SELECT w.id, w.sent, coalesce((SELECT e.seq FROM event e WHERE e.stack_id = w.id AND e.seq <= w.sent AND ($3::timestamptz IS NULL OR e.created_at < $3)
-                                       ORDER BY e.seq DESC LIMIT 1), 0) AS kept
-         FROM unnest($1::uuid[], $2::bigint[]) AS w(id, sent) JOIN stack s ON s.id = w.id`,
-      [ids, ids.map((id) => lastSeq.get(id)), restarted ? started : null],
-    )
-    for (const r of rows) {
-      const stackId = String(r.id)
-      const sent = Number(r.sent)
-      const kept = Number(r.kept)
+    const rows = await eventsStillHeld(opts.pool, new Map(lastSeq), restarted ? started : null)
+    for (const { stackId, sent, kept } of rows) {
       // A stack whose position moved meanwhile (a new subscriber's track) is left alone.
       if (kept >= sent || lastSeq.get(stackId) !== sent) continue
       opts.log.warn(`event bridge: stack ${stackId} holds the events it held up to ${kept}, after ${sent} were sent (steps lost in a database crash); rooms refetch`)
@@ -228,9 +217,9 @@ export function startBridge(opts: { url: string; pool: pg.Pool; rooms: RoomEmitt
       return delivered
     },
     async track(stackId: string) {
-      const { rows } = await opts.pool.query(`SELECT project_id, pg_postmaster_start_time() AS started FROM stack WHERE id = $1`, [stackId])
-      if (rows[0]) projectOf.set(stackId, String(rows[0].project_id))
-      serverStart ??= (rows[0]?.started as Date | undefined) ?? null
+      const { projectId, started } = await stackProjectAndServerStart(opts.pool, stackId)
+      if (projectId) projectOf.set(stackId, projectId)
+      serverStart ??= started
       // Watched first: every event after the number it returns is announced.
       const seq = (await watchStackEvents(opts.pool, watcher, [stackId], WATCH_TTL_MS)).get(stackId) ?? 0
       // A stack already served keeps its position: moving it back would send events the

@@ -13,7 +13,7 @@
  * the last minute are therefore remembered and checked when a socket is added.
  */
 import type { Logger } from '../logger'
-import type pg from 'pg'
+import type { Db } from '../db/client'
 import { liveCredentials, listenRevocations, type Revocation } from '../db/queries/revocations'
 import type { SocketPrincipal } from './socket-auth'
 
@@ -31,7 +31,7 @@ const MAX_TIMER_MS = 2 ** 31 - 1
 const keyOf = (r: Revocation) => ('tokenId' in r ? `token:${r.tokenId}` : `session:${r.sessionHash}`)
 const keysOf = (p: SocketPrincipal) => [`token:${p.tokenId}`, ...(p.sessionHash ? [`session:${p.sessionHash}`] : [])]
 
-export function socketLifetime(opts: { url: string; pool: pg.Pool; log: Logger; sockets: () => Iterable<TrackedSocket> }) {
+export function socketLifetime(opts: { url: string; pool: Db['pool']; log: Logger; sockets: () => Iterable<TrackedSocket> }) {
   const recent = new Map<string, number>()
 
   const forgetOld = () => {

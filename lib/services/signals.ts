@@ -4,7 +4,7 @@
  * nothing else (Heat's TOKEN_SIGNAL). A signal is stored and its waiters woken
  * in one transaction (lib/db/queries/signals.ts).
  */
-import type pg from 'pg'
+import type { Db } from '../db/client'
 import { signalTarget, signalTargetByUuid, storeSignal, type SignalTarget } from '../db/queries/signals'
 import { signalTokenHash, signalTokenRow, WAIT_CONDITION_HANDLE } from '../resources/builtin/wait-condition'
 import { ConflictError, NotFoundError, ValidationError } from './errors'
@@ -23,7 +23,7 @@ export interface SignalBody {
   id?: string | number
 }
 
-export function createSignalService(pool: pg.Pool) {
+export function createSignalService(pool: Db['pool']) {
   return {
     /** The handle a signal token may signal, or null when the token is not a valid one. */
     async tokenHandle(token: string): Promise<SignalTarget | null> {
