@@ -4,7 +4,7 @@
  */
 import crypto from 'node:crypto'
 import type { Db } from '../db/client'
-import { ensureProject, insertToken, liveAdminTokenExists, tokenByHash, tokenExists } from '../db/queries/accounts'
+import { ensureProject, insertToken, liveAdminTokenExists, tokenByHash, tokenExists, type TokenRow } from '../db/queries/accounts'
 
 export const TOKEN_PREFIX = 'kiln_'
 
@@ -16,15 +16,8 @@ export function hashToken(secret: string): string {
   return crypto.createHash('sha256').update(secret, 'utf8').digest('hex')
 }
 
-export interface TokenPrincipal {
-  tokenId: string
-  tokenName: string
-  projectId: string
-  projectName: string
-  role: string
-  /** When the token stops working by itself (null: never). */
-  expiresAt: Date | null
-}
+/** Who a live token belongs to (its project, its role) and when it stops working by itself (null: never). */
+export type TokenPrincipal = TokenRow
 
 /** The principal of a live (not revoked, not expired) token, or null. */
 export async function verifyToken(db: Db, secret: string): Promise<TokenPrincipal | null> {
