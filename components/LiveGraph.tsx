@@ -12,6 +12,7 @@ import { useEffect, useRef } from 'react'
 import type { DisplayNode, GraphModel } from '../lib/ui/graph-model'
 import { LARGE_GRAPH, layeredLayout } from '../lib/ui/layout'
 import { LOOKS, nodeLabel } from './graph-style'
+import { reportShown } from './perf-probe'
 
 let registered = false
 function register() {
@@ -141,6 +142,7 @@ export function LiveGraph({ model, version, rebuiltAt, critical, selected, onSel
     const counts: Record<string, number> = {}
     c.nodes().forEach((el) => void (counts[el.data('state')] = (counts[el.data('state')] ?? 0) + 1))
     host.current?.setAttribute('data-drawn', JSON.stringify(counts))
+    reportShown(model.lastSeq)
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [version, rebuiltAt, critical.join(',')])
 
