@@ -4,9 +4,10 @@
  * a Content-Security-Policy does not apply to it). Everything is measured in
  * the page, on the page's clock, which is the machine's wall clock:
  *
- * - readyAt: the first frame in which every node is drawn (the graph host's
- *   `data-drawn` counts, or `data-represented` for a grouped view) and the
- *   resources table holds every row (`aria-rowcount`, else its DOM rows);
+ * - readyAt: the first frame in which every node is painted (the graph host's
+ *   `data-painted`, set after the canvas drew them; for a page without it the
+ *   `data-drawn` counts) and the resources table holds every row
+ *   (`aria-rowcount`, else its DOM rows);
  * - shown: [last applied event seq, time] pairs the page pushes after the
  *   paint that put those events on screen (components/perf-probe.ts);
  * - frame gaps between animation frames while `measuring`;
@@ -25,6 +26,8 @@ export interface ProbeState {
   samples: number
   disagreements: number
   examples: string[]
+  /** named moments of the page's load (ms after navigation start) */
+  marks?: [string, number][]
 }
 
 /**
@@ -55,7 +58,9 @@ const PROBE = `function (arg) {
     const g = document.querySelector('[data-testid="graph"]')
     const c = counts()
     const represented = Number(g?.getAttribute('data-represented') ?? 0)
-    if (!c || Math.max(sum(c), represented) < p.expectNodes) return false
+    // data-painted: the nodes the canvas has painted (pages that say so); else what was handed to the graph.
+    const painted = g?.getAttribute('data-painted')
+    if (!c || (painted != null ? Number(painted) : Math.max(sum(c), represented)) < p.expectNodes) return false
     const table = document.querySelector('[role="table"][aria-label="resources"]')
     if (!table) return false
     const rowcount = table.getAttribute('aria-rowcount')

@@ -1,5 +1,5 @@
 /**
- * `npm run bench:ui [-- --repeat 3] [--size 1000] [--delay 0.3] [--big 10000] [--big-delay 0] [--workers 2] [--json]`
+ * `npm run bench:ui [-- --repeat 3] [--size 1000] [--delay 0.3] [--big 10000] [--big-delay 0] [--workers 2] [--json] [--profile <dir>]`
  *
  * The live view against the engine, in a real Chromium (Debian's, through
  * playwright-core) on the production build, with `--workers` worker
@@ -22,7 +22,10 @@
  *    the first render of every node (grouped view), and whether the page
  *    follows it to the end.
  *
- * With --repeat k the summary gives medians of the k runs. Numbers depend on
+ * With --repeat k the summary gives medians of the k runs. --profile writes
+ * the page's CPU profiles (DevTools format) of the first render and of the
+ * update into <dir> and prints where the time went, by script and function.
+ * Numbers depend on
  * the machine's load: say what else ran when quoting them.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
@@ -41,6 +44,7 @@ import type { StackEventMessage } from '../lib/realtime/contracts'
 import { ensureBuild } from '../scripts/build-stamp'
 import { findChromium, launchChromium } from '../test/helpers/browser'
 import { benchTemplate } from './shapes'
+import { profilePage } from './ui-profile'
 import { percentiles, probeScript, shownTimes, type ProbeState } from './ui-probe'
 
 interface Args {
@@ -51,6 +55,7 @@ interface Args {
   bigDelay: number
   workers: number
   json: boolean
+  profile: string | null
 }
 
 function parseArgs(argv: string[]): Args {
@@ -66,6 +71,7 @@ function parseArgs(argv: string[]): Args {
     bigDelay: Number(get('--big-delay') ?? 0),
     workers: Number(get('--workers') ?? 2),
     json: argv.includes('--json'),
+    profile: get('--profile') ?? null,
   }
 }
 
@@ -247,9 +253,19 @@ async function oneRun(ctx: BrowserContext, args: Args, rep: number, h: { call: (
   const stackId = created.stack.id as string
   const createdAt = Date.now()
   const sub = await Subscriber.open(h.base, h.token, stackId)
-  await page.goto(`/stacks/${stackId}`)
-  const firstRenderRunningMs = await firstRender(page, 120_000)
-  say(`first render while creating: ${firstRenderRunningMs} ms`)
+  const profiled = async <T>(name: string, fn: () => Promise<T>): Promise<T> => {
+    if (!args.profile) return fn()
+    const stop = await profilePage(page, args.profile, `run${rep + 1}-${name}`)
+    const out = await fn()
+    say(await stop())
+    return out
+  }
+  const firstRenderRunningMs = await profiled('first-render', async () => {
+    await page.goto(`/stacks/${stackId}`)
+    return firstRender(page, 120_000)
+  })
+  const marks = async () => ((await probe(page)).marks ?? []).map(([k, v]) => `${k} ${v}`).join(', ')
+  say(`first render while creating: ${firstRenderRunningMs} ms (${await marks()})`)
   await sub.settled(created.traversalId, 300_000)
   const createS = (Date.now() - createdAt) / 1000
 
@@ -257,7 +273,7 @@ async function oneRun(ctx: BrowserContext, args: Args, rep: number, h: { call: (
   await page.goto('about:blank')
   await page.goto(`/stacks/${stackId}`)
   const firstRenderIdleMs = await firstRender(page, 120_000)
-  say(`first render of the idle stack: ${firstRenderIdleMs} ms`)
+  say(`first render of the idle stack: ${firstRenderIdleMs} ms (${await marks()})`)
 
   // 3. An update of every resource, followed with the page open.
   const net = await countBytes(page)
@@ -267,8 +283,10 @@ async function oneRun(ctx: BrowserContext, args: Args, rep: number, h: { call: (
     p.measuring = true
   })
   const updateStarted = Date.now()
-  const upd = await h.call('PUT', `/api/stacks/${stackId}`, { template: benchTemplate('layered', args.size, args.delay, { value: 'b', replace: false }) })
-  const end = await sub.settled(upd.traversalId, 300_000)
+  const { upd, end } = await profiled('update', async () => {
+    const upd = await h.call('PUT', `/api/stacks/${stackId}`, { template: benchTemplate('layered', args.size, args.delay, { value: 'b', replace: false }) })
+    return { upd, end: await sub.settled(upd.traversalId, 300_000) }
+  })
   const updateS = (Date.now() - updateStarted) / 1000
   // The page has the whole update once it painted the settling event (or gave up after a minute).
   await page
@@ -306,7 +324,8 @@ async function oneRun(ctx: BrowserContext, args: Args, rep: number, h: { call: (
     bigFollowed = await bigPage
       .waitForFunction((seq) => (window as unknown as { __kilnProbe: ProbeState }).__kilnProbe.shown.some(([s]) => s >= seq), bigEnd.seq, { timeout: 60_000, polling: 250 })
       .then(() => true, () => false)
-    say(`${args.big} nodes: first render ${bigFirstRenderMs} ms; followed to the end: ${bigFollowed}`)
+    const bigMarks = ((await probe(bigPage)).marks ?? []).map(([k, v]) => `${k} ${v}`).join(', ')
+    say(`${args.big} nodes: first render ${bigFirstRenderMs} ms (${bigMarks}); followed to the end: ${bigFollowed}`)
     bigSub.close()
     await bigPage.close()
     await h.call('DELETE', `/api/stacks/${big.stack.id}`)

@@ -10,13 +10,25 @@ interface Probe {
 
 const probe = (): Probe | undefined => (typeof window === 'undefined' ? undefined : (window as unknown as { __kilnProbe?: Probe }).__kilnProbe)
 
-export function reportShown(lastSeq: number): void {
+/** From inside a frame (an animation-frame callback, Cytoscape's render): the time right after this frame's paint. */
+export function reportPainted(lastSeq: number): void {
   const p = probe()
   if (!p) return
-  // The frame's paint follows its animation-frame callbacks; a message posted from one runs after that paint.
-  requestAnimationFrame(() => {
-    const ch = new MessageChannel()
-    ch.port1.onmessage = () => p.shown.push([lastSeq, Date.now()])
-    ch.port2.postMessage(null)
-  })
+  // A message posted during a frame is handled after that frame's paint.
+  const ch = new MessageChannel()
+  ch.port1.onmessage = () => p.shown.push([lastSeq, Date.now()])
+  ch.port2.postMessage(null)
+}
+
+/** From anywhere: the time right after the next paint. */
+export function reportShown(lastSeq: number): void {
+  if (!probe()) return
+  requestAnimationFrame(() => reportPainted(lastSeq))
+}
+
+/** A named moment of the page's load, in ms after navigation start (the bench prints where the first render's time went). */
+export function probeMark(name: string): void {
+  const p = probe() as (Probe & { marks?: [string, number][] }) | undefined
+  if (!p) return
+  ;(p.marks ??= []).push([name, Math.round(performance.now())])
 }
