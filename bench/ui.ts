@@ -264,7 +264,15 @@ async function oneRun(ctx: BrowserContext, args: Args, rep: number, h: { call: (
     await page.goto(`/stacks/${stackId}`)
     return firstRender(page, 120_000)
   })
-  const marks = async () => ((await probe(page)).marks ?? []).map(([k, v]) => `${k} ${v}`).join(', ')
+  const marks = async () => {
+    // The document's own timing first (server response, scripts parsed), then the page's marks.
+    const nav = await page.evaluate(() => {
+      const n = performance.getEntriesByType('navigation')[0] as PerformanceNavigationTiming | undefined
+      return n ? { html: Math.round(n.responseEnd), interactive: Math.round(n.domInteractive), loaded: Math.round(n.loadEventEnd) } : null
+    })
+    const page_ = ((await probe(page)).marks ?? []).map(([k, v]) => `${k} ${v}`).join(', ')
+    return `${nav ? `html ${nav.html}, dom ${nav.interactive}, scripts ${nav.loaded}, ` : ''}${page_}`
+  }
   say(`first render while creating: ${firstRenderRunningMs} ms (${await marks()})`)
   await sub.settled(created.traversalId, 300_000)
   const createS = (Date.now() - createdAt) / 1000

@@ -22,6 +22,8 @@ import { probeMark, reportPainted, reportShown } from './perf-probe'
 
 /** Above this many nodes Cytoscape's economies are on. */
 export const BIG_GRAPH = 300
+/** In a big graph, edges are drawn only from this zoom on: further out they are a grey haze that costs every frame. */
+const EDGES_FROM_ZOOM = 0.3
 const MINIMAP_ABOVE = 200
 
 export interface GraphHandle {
@@ -82,9 +84,15 @@ function restyle(el: cytoscape.CollectionReturnValue, d: Drawn, id: string, look
   }
 }
 
+/**
+ * A unit's label and state class. In a big graph a node's label is its name
+ * alone: it then never changes, so a state change costs Cytoscape no new label
+ * measurement or texture (the state is in the node's fill, border and shape,
+ * and in words in the table and the tooltip).
+ */
 function unitLook(model: GraphModel, view: ViewGraph, id: string, expanded: boolean): { label: string; cls: string } {
   const n = model.nodes.get(id)
-  if (n) return { label: nodeLabel(n), cls: `s-${n.state}` }
+  if (n) return { label: model.nodes.size > BIG_GRAPH ? n.name : nodeLabel(n), cls: `s-${n.state}` }
   const g = view.groups.get(id)!
   const s = summarise(model, g.members)
   if (expanded) return { label: `${g.label} · ${s.done} of ${s.total} done  (tap here to collapse)`, cls: 'box' }
@@ -141,6 +149,19 @@ export function LiveGraph(p: Props) {
     c.on('tap', (e) => e.target === c && props.current.onSelect(null))
     c.on('mouseover', 'node', (e) => host.current?.setAttribute('title', props.current.describe(e.target.id())))
     c.on('mouseout', 'node', () => host.current?.removeAttribute('title'))
+    if (big) {
+      let frame = 0
+      c.on('zoom', () => {
+        frame ||= requestAnimationFrame(() => {
+          frame = 0
+          const far = c.zoom() < EDGES_FROM_ZOOM
+          if (far !== c.scratch('far')) {
+            c.scratch('far', far)
+            c.batch(() => c.edges().toggleClass('far', far))
+          }
+        })
+      })
+    }
     cyRef.current = c
     drawn.current = null
     return () => {
@@ -194,10 +215,13 @@ export function LiveGraph(p: Props) {
       }
       for (const e of view.edges) els.push({ group: 'edges', data: { id: e.id, source: e.source, target: e.target }, classes: e.kind === 'replaces' ? 'replaces' : '' })
       host.current?.removeAttribute('data-painted')
-      c.add(els)
-      drawn.current = d
       // The viewport is kept when the drawing is the same shape as before (a new traversal of the same stack).
       if (!previous || previous !== view.kept || c.zoom() === 1) fitPositions(c, view.positions)
+      const far = big && c.zoom() < EDGES_FROM_ZOOM
+      c.scratch('far', far)
+      if (far) for (const e of els) if (e.group === 'edges') e.classes = `${e.classes ?? ''} far`
+      c.add(els)
+      drawn.current = d
     }
     p.dirty.clear()
     probeMark('drawn')
@@ -330,7 +354,9 @@ export function LiveGraph(p: Props) {
         aria-label="traversal graph: + and - zoom, arrow keys pan, 0 fits; every node is also a row of the resources table"
         onKeyDown={onKey}
       />
-      {(p.model?.nodes.size ?? 0) > MINIMAP_ABOVE && <Minimap cy={cyRef} version={p.version} theme={p.theme} />}
+      {(p.model?.nodes.size ?? 0) > MINIMAP_ABOVE && (
+        <Minimap cy={cyRef} source={() => (drawn.current ? { positions: drawn.current.view.positions, state: drawn.current.state } : null)} version={p.version} theme={p.theme} />
+      )}
     </div>
   )
 }
@@ -372,7 +398,7 @@ function addReplacement(c: Core, m: GraphModel, d: Drawn, id: string, expanded: 
       const was = before.get(k)
       if (was && (was.x !== pt.x || was.y !== pt.y)) c.getElementById(k).position({ ...pt })
     }
-    const look = { label: nodeLabel(n), cls: `s-${n.state}` }
+    const look = unitLook(m, v, id, false)
     c.add({ group: 'nodes', data: { id, label: look.label, ...(parent ? { parent } : {}) }, classes: look.cls, position: { ...at } })
     d.label.set(id, look.label)
     d.state.set(id, look.cls)
@@ -388,7 +414,7 @@ function addReplacement(c: Core, m: GraphModel, d: Drawn, id: string, expanded: 
     const eid = `${s}${e.kind === 'replaces' ? '=>' : '->'}${t}`
     if (c.getElementById(eid).nonempty()) continue
     v.edges.push({ id: eid, source: s, target: t, kind: e.kind })
-    c.add({ group: 'edges', data: { id: eid, source: s, target: t }, classes: e.kind === 'replaces' ? 'replaces' : '' })
+    c.add({ group: 'edges', data: { id: eid, source: s, target: t }, classes: `${e.kind === 'replaces' ? 'replaces' : ''}${c.scratch('far') ? ' far' : ''}` })
   }
   return unit
 }

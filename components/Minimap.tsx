@@ -13,7 +13,13 @@ import { lookOf, type Theme } from './graph-style'
 const W = 180
 const H = 130
 
-export function Minimap({ cy, version, theme }: { cy: MutableRefObject<Core | null>; version: number; theme: Theme }) {
+export interface MinimapItems {
+  positions: ReadonlyMap<string, { x: number; y: number }>
+  /** drawn unit id -> its state class(es), as on the graph */
+  state: ReadonlyMap<string, string>
+}
+
+export function Minimap({ cy, source, version, theme }: { cy: MutableRefObject<Core | null>; source: () => MinimapItems | null; version: number; theme: Theme }) {
   const canvas = useRef<HTMLCanvasElement>(null)
   const last = useRef(0)
   const timer = useRef<ReturnType<typeof setTimeout> | null>(null)
@@ -32,7 +38,8 @@ export function Minimap({ cy, version, theme }: { cy: MutableRefObject<Core | nu
     const c = cy.current
     const el = canvas.current
     const ctx = el?.getContext('2d')
-    if (!c || !el || !ctx) return
+    const items = source()
+    if (!c || !el || !ctx || !items) return
     // The graph's Cytoscape is made again when the graph changes size class: follow the new one's viewport.
     if (bound.current !== c) {
       bound.current?.off('viewport', onViewport)
@@ -40,21 +47,25 @@ export function Minimap({ cy, version, theme }: { cy: MutableRefObject<Core | nu
       bound.current = c
     }
     last.current = performance.now()
-    const bb = c.elements().boundingBox()
+    // Bounds and dots from the laid-out positions and drawn states (asking Cytoscape for its bounding box measures every label).
+    let [x0, y0, x1, y1] = [Infinity, Infinity, -Infinity, -Infinity]
+    for (const p of items.positions.values()) [x0, y0, x1, y1] = [Math.min(x0, p.x), Math.min(y0, p.y), Math.max(x1, p.x), Math.max(y1, p.y)]
     ctx.clearRect(0, 0, W, H)
-    if (!Number.isFinite(bb.w) || bb.w <= 0) return
-    const scale = Math.min((W - 8) / bb.w, (H - 8) / bb.h)
-    const ox = (W - bb.w * scale) / 2 - bb.x1 * scale
-    const oy = (H - bb.h * scale) / 2 - bb.y1 * scale
-    c.nodes().forEach((n) => {
-      if (n.isParent()) return
-      const cls = (n.classes() as unknown as string[]).find((k) => k.startsWith('s-'))
+    if (!Number.isFinite(x0)) return
+    x0 -= 100
+    x1 += 100
+    y0 -= 40
+    y1 += 40
+    const scale = Math.min((W - 8) / (x1 - x0), (H - 8) / (y1 - y0))
+    const ox = (W - (x1 - x0) * scale) / 2 - x0 * scale
+    const oy = (H - (y1 - y0) * scale) / 2 - y0 * scale
+    const w = Math.max(1.5, 150 * scale)
+    const h = Math.max(1.5, 44 * scale)
+    for (const [id, p] of items.positions) {
+      const cls = items.state.get(id)?.split(' ').find((k) => k.startsWith('s-'))
       ctx.fillStyle = cls ? lookOf(cls.slice(2) as NodeState, theme).border : '#888'
-      const p = n.position()
-      const w = Math.max(1.5, n.width() * scale)
-      const h = Math.max(1.5, n.height() * scale)
       ctx.fillRect(p.x * scale + ox - w / 2, p.y * scale + oy - h / 2, w, h)
-    })
+    }
     const ext = c.extent()
     ctx.strokeStyle = theme === 'dark' ? '#f8fafc' : '#1d4ed8'
     ctx.lineWidth = 1.5
