@@ -73,7 +73,7 @@ export function NodePanel({ stackId, node, version, workers, onClose }: { stackI
         <dt>Type</dt><dd>{row?.type ?? node.type}</dd>
         <dt>Node state</dt><dd data-testid="node-state">{stateText(node)}</dd>
         {reason && (<><dt>Last event</dt><dd className={node.state === 'failed' ? 'error' : ''} data-testid="node-reason">{reason}</dd></>)}
-        {row && (<><dt>Row</dt><dd>{row.action}_{row.status}</dd></>)}
+        {row && (<><dt>Row now</dt><dd>{row.action}_{row.status}</dd></>)}
         {row?.statusReason && !ENGINE_REASONS.has(row.statusReason) && (<><dt>Status reason</dt><dd>{row.statusReason}</dd></>)}
         {row?.physicalId && (<><dt>Physical id</dt><dd><code>{row.physicalId}</code></dd></>)}
         {(node.worker || node.lastWorker) && (<><dt>Worker</dt><dd>{workerName(node.worker ?? node.lastWorker, workers)}{node.worker ? ' (acting now)' : ''}</dd></>)}

@@ -117,15 +117,22 @@ export function StackPage({ stackId, traversalId = null, initialNode = null, ini
     return () => clearInterval(t)
   }, [traversalRunning])
 
-  const lastEstimate = useRef<{ at: number; model: GraphModel | null; value: ReturnType<typeof criticalPath> | null }>({ at: 0, model: null, value: null })
-  const estimate = useMemo(() => {
-    if (!model) return null
+  // The estimate of a big graph is computed after the frame that shows it, at most once a second;
+  // a small graph's with every change.
+  const [estimate, setEstimate] = useState<ReturnType<typeof criticalPath> | null>(null)
+  const lastEstimate = useRef<{ at: number; model: GraphModel | null }>({ at: 0, model: null })
+  useEffect(() => {
+    if (!model) return setEstimate(null)
     const t = replaying ? replaySpan.start + (replayAt ?? 0) * 1000 : now
     const prev = lastEstimate.current
-    if (!replaying && prev.model === model && total > 300 && performance.now() - prev.at < ESTIMATE_EVERY_MS && prev.value) return prev.value
-    const value = criticalPath(model, t)
-    lastEstimate.current = { at: performance.now(), model, value }
-    return value
+    const big = total > 300
+    const wait = big && prev.model === model && !replaying ? Math.max(0, ESTIMATE_EVERY_MS - (performance.now() - prev.at)) : 0
+    // Timer reason: a big graph's critical path is recomputed at most once a second, off the frame that draws.
+    const timer = setTimeout(() => {
+      lastEstimate.current = { at: performance.now(), model }
+      setEstimate(criticalPath(model, t))
+    }, big ? wait : 0)
+    return () => clearTimeout(timer)
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [model, version, now, replayAt])
   const critical = useMemo(() => new Set(estimate?.path ?? []), [estimate])
@@ -312,8 +319,9 @@ export function StackPage({ stackId, traversalId = null, initialNode = null, ini
       {pinned && shownTraversal && (
         <p className="banner" data-testid="history-banner">
           Traversal <code>{shortId(shownTraversal.id)}</code>: {shownTraversal.action.toLowerCase()} started by {shownTraversal.startedBy} at {new Date(shownTraversal.startedAt).toLocaleString()}
-          {shownTraversal.outcome ? `, ${shownTraversal.outcome.toLowerCase()}${shownTraversal.outcomeReason ? ` (${shownTraversal.outcomeReason})` : ''}` : ', still running'}
-          {shownTraversal.supersededBy ? <> by <Link href={`/stacks/${stackId}/traversals/${shownTraversal.supersededBy}`}>traversal <code>{shortId(shownTraversal.supersededBy)}</code></Link></> : null}.
+          {shownTraversal.supersededBy ? (
+            <>, superseded by <Link href={`/stacks/${stackId}/traversals/${shownTraversal.supersededBy}`}>traversal <code>{shortId(shownTraversal.supersededBy)}</code></Link></>
+          ) : shownTraversal.outcome ? `, ${shownTraversal.outcome.toLowerCase()}${shownTraversal.outcomeReason ? ` (${shownTraversal.outcomeReason})` : ''}` : ', still running'}.
         </p>
       )}
       <p ref={messageRef} tabIndex={-1} role={message?.kind === 'error' ? 'alert' : 'status'} className={`message ${message?.kind ?? ''}`} data-testid="message">{message?.text ?? ''}</p>

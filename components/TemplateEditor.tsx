@@ -88,6 +88,9 @@ export function TemplateEditor({ value, onChange, issues, label }: { value: stri
         ],
       }),
     })
+    // The editor scrolls inside its own box: that box must be reachable from the keyboard too.
+    v.scrollDOM.tabIndex = 0
+    v.scrollDOM.setAttribute('aria-label', `${label} (scrollable)`)
     view.current = v
     return () => v.destroy()
     // the editor owns the text after mount; `value` changes from outside are applied below

@@ -70,8 +70,10 @@ export function layeredLayout(nodes: string[], edges: { source: string; target: 
   let top = 0
   for (const layer of ranks) {
     if (!layer.length) continue
-    for (let start = 0; start < layer.length; start += o.maxPerRow) {
-      const chunk = layer.slice(start, start + o.maxPerRow)
+    // A long rank wraps into rows of equal length (100 nodes: 34, 33, 33; not 40, 40, 20).
+    const per = Math.ceil(layer.length / Math.ceil(layer.length / o.maxPerRow))
+    for (let start = 0; start < layer.length; start += per) {
+      const chunk = layer.slice(start, start + per)
       const boxes = chunk.map(box)
       const width = boxes.reduce((a, b) => a + b.w, 0) + o.gapX * (chunk.length - 1)
       const height = Math.max(...boxes.map((b) => b.h))

@@ -30,8 +30,19 @@ export interface Group {
   members: string[]
 }
 
+/** Groups per model (they change only when nodes are added), so the page and the graph share one computation. */
+const groupCache = new WeakMap<GraphModel, { by: GroupBy; size: number; groups: Map<string, Group> }>()
+
 /** The nodes' groups (a group of one is no group); a replacement joins the group of the row it replaces. */
 export function groupNodes(m: GraphModel, by: GroupBy): Map<string, Group> {
+  const hit = groupCache.get(m)
+  if (hit && hit.by === by && hit.size === m.nodes.size) return hit.groups
+  const groups = computeGroups(m, by)
+  groupCache.set(m, { by, size: m.nodes.size, groups })
+  return groups
+}
+
+function computeGroups(m: GraphModel, by: GroupBy): Map<string, Group> {
   const out = new Map<string, Group>()
   if (by === 'none') return out
   const ranks = by === 'layer' ? layerRanks(m) : null

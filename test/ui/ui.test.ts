@@ -269,8 +269,9 @@ describe.runIf(chromiumPath !== null || env().KILN_REQUIRE_BROWSER)('UI in Chrom
     await page.getByRole('button', { name: 'Cancel and roll back' }).click()
     await waitStatus('ROLLBACK_COMPLETE', 45_000)
 
-    // Keyboard only from here: submit, cancel, inspect.
-    await setTemplate(chain({ value: 'v6', update: 4, subnetKey: 'k2' }))
+    // Keyboard only from here: submit, cancel, inspect. network's 15 s update holds the traversal
+    // at its first row while the keyboard gets to Cancel (the gate: it is cancelled, never waited out).
+    await setTemplate(chain({ value: 'v6', update: 15, subnetKey: 'k2' }))
     await tabTo('Submit update')
     await page.keyboard.press('Enter')
     // after Submit, focus lands on the result
@@ -295,9 +296,10 @@ describe.runIf(chromiumPath !== null || env().KILN_REQUIRE_BROWSER)('UI in Chrom
     // cancelled reads as cancelled, not as a failure
     await waitStatus('UPDATE_CANCELLED', 30_000)
     expect(await page.getByTestId('status-reason').innerText()).toMatch(/cancel/i)
-    // The graph stays: the row that was running finished, the others never ran.
+    // The graph stays: the rows that never started are skipped; the running one goes on and finishes.
     expect(await page.getByTestId('graph').getAttribute('data-traversal')).toBe(cancelled)
-    await expect.poll(drawn, { timeout: 20_000 }).toEqual({ complete: 1, skipped: 2 })
+    await expect.poll(async () => (await drawn()).skipped).toBe(2)
+    await expect.poll(drawn, { timeout: 40_000 }).toEqual({ complete: 1, skipped: 2 })
     await row('network', '[data-state="complete"]').waitFor()
     for (const n of ['subnet', 'server']) await row(n, '[data-state="skipped"]').waitFor()
     expect(await page.getByTestId('replay').count()).toBe(1)
@@ -347,6 +349,7 @@ describe.runIf(chromiumPath !== null || env().KILN_REQUIRE_BROWSER)('UI in Chrom
       if (route === `/stacks/${stackId}`) await p.locator('[role="row"][data-resource="network"]').waitFor()
       expect({ route, width: await wide() }).toEqual({ route, width: 390 })
     }
+    await p.screenshot({ path: path.join(SHOTS, '14-phone-page.png') })
     await p.locator('[role="row"][data-resource="network"] button').click()
     await p.getByTestId('node-panel').waitFor()
     expect(await wide()).toBe(390)
@@ -411,6 +414,10 @@ describe.runIf(chromiumPath !== null || env().KILN_REQUIRE_BROWSER)('UI in Chrom
     await expect.poll(() => page.locator('[role="table"][aria-label="resources"]').getAttribute('aria-rowcount'), { timeout: 30_000 }).toBe('1001')
     const firstRenderMs = Date.now() - started
     const layoutMs = Number(await page.getByTestId('graph').getAttribute('data-layout-ms'))
+    // mid-traversal, two steps closer
+    await page.getByRole('button', { name: 'zoom in' }).click()
+    await page.getByRole('button', { name: 'zoom in' }).click()
+    await shot('10-layered-1000-running')
     await waitStatus('CREATE_COMPLETE', 30_000)
     expect(await page.locator('[role="row"][data-resource]').count()).toBeLessThan(100)
     // the graph shows the same: every one of the 1,000 nodes drawn complete
