@@ -107,7 +107,7 @@ export function stylesheet(theme: Theme, big: boolean): cytoscape.StylesheetJson
     // the critical path: its edges in amber, its nodes' borders thicker (their colour still says their state)
     { selector: 'node.crit', style: { 'border-width': 4 } },
     { selector: 'node.s-running, node.s-deleting', style: { 'border-width': 5 } },
-    { selector: 'node.group', style: { width: 190, height: 64, 'font-size': 14, 'font-weight': 'bold', 'min-zoomed-font-size': 4, 'border-width': 3, shape: 'round-rectangle' } as never },
+    { selector: 'node.group', style: { width: 260, height: 72, 'font-size': 15, 'font-weight': 'bold', 'min-zoomed-font-size': 4, 'border-width': 3, shape: 'round-rectangle', 'text-max-width': '250px' } as never },
     {
       selector: 'node.box',
       style: {

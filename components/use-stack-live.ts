@@ -5,8 +5,9 @@
  * Loaded once: the stack, its traversals, the shown traversal's graph, row
  * types and events (folded into the graph model), the workers' names. Then the
  * Socket.IO stream carries every change: events are folded into the model
- * incrementally, at most once per animation frame, and a frame that took long
- * makes the next wait as long, so a burst merges into fewer, larger steps
+ * incrementally, at most once per animation frame (every 100 ms for a big
+ * graph); a step that took long, or frames that come late, make the next step
+ * wait longer (up to 400 ms), so a burst merges into fewer, larger steps
  * (intermediate states are never drawn) instead of queueing frames. The
  * status badge follows the same stream, so it never runs ahead of the graph.
  *
@@ -82,18 +83,22 @@ interface Live {
   generation: number
   /** when the last flush started (performance.now) */
   lastFlush: number
+  /** how late animation frames come, smoothed (ms) */
+  frameLate: number
 }
 
 const BEHIND_AFTER_MS = 1500
 const BIG_MODEL = 300
 const SPACING_MS = 100
+const MAX_SPACING_MS = 400
+const FRAME_MS = 17
 
 const statusOf = (s: StackShow, cancelled: boolean): LiveStatus => ({ action: s.action, status: s.status, reason: s.statusReason, cancelled, seq: s.lastSeq })
 
 export function useStackLive(stackId: string, pinned: string | null = null): StackLive {
   const L = useRef<Live>({
     cursor: null, queue: [], held: true, model: null, graph: null, traversal: null, types: new Map(), events: [], status: null, stack: null,
-    traversals: [], workers: new Map(), dirty: new Set(), behindMs: 0, frame: 0, timer: null, lastWorkersFetch: 0, generation: 0, lastFlush: 0,
+    traversals: [], workers: new Map(), dirty: new Set(), behindMs: 0, frame: 0, timer: null, lastWorkersFetch: 0, generation: 0, lastFlush: 0, frameLate: 0,
   }).current
   const [version, setVersion] = useState(0)
   const [phase, setPhase] = useState<{ phase: StackLive['phase']; error: string | null }>({ phase: 'loading', error: null })
@@ -134,11 +139,17 @@ export function useStackLive(stackId: string, pinned: string | null = null): Sta
     if (L.frame || L.timer) return
     // A big graph is redrawn at most every SPACING_MS: each redraw repaints every node, and the
     // events of the interval are merged into one step (intermediate states are never drawn).
-    if ((L.model?.nodes.size ?? 0) > BIG_MODEL) delayMs = Math.max(delayMs, SPACING_MS - (performance.now() - L.lastFlush))
+    // When frames come late (the main thread is busy), steps are spaced further, up to MAX_SPACING_MS.
+    const spacing = Math.min(MAX_SPACING_MS, ((L.model?.nodes.size ?? 0) > BIG_MODEL ? SPACING_MS : 0) + 2 * L.frameLate)
+    delayMs = Math.max(delayMs, spacing - (performance.now() - L.lastFlush))
     const go = () => {
       L.timer = null
+      const asked = performance.now()
       L.frame = requestAnimationFrame(() => {
         L.frame = 0
+        // How late this frame came, smoothed: what the page's drawing and everything else on the machine cost.
+        const late = Math.max(0, performance.now() - asked - FRAME_MS)
+        L.frameLate = L.frameLate * 0.7 + late * 0.3
         flushRef.current()
       })
     }

@@ -13,7 +13,7 @@ export type GroupBy = 'none' | 'prefix' | 'type' | 'layer'
 /** Above this many nodes the view starts grouped by layer (the drawing would be dots otherwise). */
 export const GROUP_ABOVE = 2000
 
-export const GROUP_SIZE = { w: 190, h: 64 }
+export const GROUP_SIZE = { w: 260, h: 72 }
 const BOX_PAD = 24
 const LAYOUT: Partial<LayoutOptions> = {}
 

@@ -442,13 +442,14 @@ describe.runIf(chromiumPath !== null || env().KILN_REQUIRE_BROWSER)('UI in Chrom
     await expect.poll(() => graph.getAttribute('data-view'), { timeout: 60_000 }).toBe('grouped')
     expect(await graph.getAttribute('data-represented')).toBe('10000')
     expect(await graph.getAttribute('data-units')).toBe('10')
+    await shot('15-grouped-10000-running')
     expect(await page.locator('[role="table"][aria-label="resources"]').getAttribute('aria-rowcount')).toBe('10001')
     await waitStatus('CREATE_COMPLETE', 300_000)
     await expect.poll(drawn, { timeout: 60_000 }).toEqual({ complete: 10_000 })
     // a group opens from the keyboard (its button in the group list): its 1,000 nodes are drawn in a box
     await page.getByRole('button', { name: /^open group layer 1 \(1000 nodes, 1000 done\)$/ }).press('Enter')
     await expect.poll(() => graph.getAttribute('data-units')).toBe(String(9 + 1 + 1000))
-    await shot('15-grouped-10000')
+    await shot('16-grouped-10000-open')
     await page.goto(`/stacks/${stackId}`)
   })
 
