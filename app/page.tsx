@@ -1,7 +1,9 @@
 import { Shell } from '../components/Shell'
 import { StacksList } from '../components/StacksList'
+import { requireSessionCookie } from './session-gate'
 
-export default function Home() {
+export default async function Home() {
+  await requireSessionCookie('/')
   return (
     <Shell>
       <StacksList />

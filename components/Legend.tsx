@@ -1,21 +1,28 @@
+'use client'
 import { NODE_STATES } from '../lib/ui/graph-model'
-import { LOOKS } from './graph-style'
+import { lookOf } from './graph-style'
+import { useTheme } from './theme'
 
 /** Every node state: its icon, colour and border as drawn, with what it means. */
 export function Legend() {
+  const theme = useTheme()
   return (
-    <details className="legend" open>
+    <details className="legend">
       <summary>Legend</summary>
       <ul>
-        {NODE_STATES.map(({ state, label, explain }) => (
-          <li key={state} title={explain}>
-            <span className="swatch" style={{ background: LOOKS[state].color, borderColor: LOOKS[state].border, borderStyle: LOOKS[state].borderStyle }} aria-hidden>
-              {LOOKS[state].icon}
-            </span>
-            <strong>{label}</strong> <small>{explain}</small>
-          </li>
-        ))}
+        {NODE_STATES.map(({ state, label, explain }) => {
+          const look = lookOf(state, theme)
+          return (
+            <li key={state}>
+              <span className="swatch" style={{ background: look.color, borderColor: look.border, borderStyle: look.borderStyle }} aria-hidden>
+                {look.icon}
+              </span>
+              <strong>{label}</strong> <small>{explain}</small>
+            </li>
+          )
+        })}
         <li><span className="swatch edge-critical" aria-hidden>━</span> <strong>critical path</strong> <small>the chain with the most work left</small></li>
+        <li><span className="swatch" aria-hidden>▭</span> <strong>group</strong> <small>nodes gathered by name prefix, type or layer, with their counts by state; tap to open or close</small></li>
       </ul>
     </details>
   )

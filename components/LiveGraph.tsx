@@ -1,162 +1,420 @@
 'use client'
 /**
- * The traversal drawn with Cytoscape. The layout (top to bottom, dependencies
- * above their dependents: dagre for small graphs, lib/ui/layout's layered
- * layout for big ones) is computed once per traversal; live
- * events only restyle the nodes that changed, inside one batch. A replacement
- * that appears mid-traversal is placed beside the row it replaces.
+ * The traversal drawn with Cytoscape.
+ *
+ * Laid out once per graph shape (lib/ui/layout: positions are kept by
+ * resource name from one traversal to the next); live changes restyle only
+ * the nodes (or groups) whose look changed, in one batch, before the frame is
+ * painted; a replacement is added beside the row it replaces. Big graphs use
+ * Cytoscape's own economies: straight "haystack" edges, edges and labels
+ * hidden and the scene drawn from a texture while panning and zooming,
+ * device pixel ratio 1, no motion blur; labels too small to read are not
+ * drawn (the counts bar over the graph says how many nodes are in each state).
  */
 import cytoscape, { type Core, type ElementDefinition } from 'cytoscape'
-import dagre from 'cytoscape-dagre'
-import { useEffect, useRef } from 'react'
-import type { DisplayNode, GraphModel } from '../lib/ui/graph-model'
-import { LARGE_GRAPH, layeredLayout } from '../lib/ui/layout'
-import { LOOKS, nodeLabel } from './graph-style'
+import { useEffect, useImperativeHandle, useLayoutEffect, useRef, type KeyboardEvent, type RefObject } from 'react'
+import { stateCounts, type GraphModel } from '../lib/ui/graph-model'
+import { placeBeside, type KeptLayout, type Point } from '../lib/ui/layout'
+import { buildView, GROUP_SIZE, summarise, type GroupBy, type ViewGraph } from '../lib/ui/view-graph'
+import { countsLine, nodeLabel, stylesheet, type Theme } from './graph-style'
+import { Minimap } from './Minimap'
+import { probeMark, reportPainted, reportShown } from './perf-probe'
 
-let registered = false
-function register() {
-  if (registered) return
-  cytoscape.use(dagre)
-  registered = true
+/** Above this many nodes Cytoscape's economies are on. */
+export const BIG_GRAPH = 300
+/** In a big graph, edges are drawn only from this zoom on: further out they are a grey haze that costs every frame. */
+const EDGES_FROM_ZOOM = 0.3
+const MINIMAP_ABOVE = 200
+
+export interface GraphHandle {
+  zoomBy(factor: number): void
+  fit(ids?: string[]): void
+  actualSize(): void
+  panBy(dx: number, dy: number): void
 }
 
-function nodeData(n: DisplayNode, critical: Set<string>) {
-  const look = LOOKS[n.state]
-  return {
-    id: n.id, label: nodeLabel(n), state: n.state, reason: n.reason, color: look.color, border: look.border, borderStyle: look.borderStyle, shape: look.shape,
-    critical: critical.has(n.id) ? 1 : 0, width: n.state === 'running' || n.state === 'deleting' ? 5 : critical.has(n.id) ? 4 : 2,
-  }
-}
-
-/** What decides how a node is drawn: a node is restyled only when this changes. */
-const lookKey = (d: ReturnType<typeof nodeData>) => `${d.label}|${d.state}|${d.critical}`
-
-const STYLE: cytoscape.StylesheetJson = [
-  {
-    selector: 'node',
-    style: {
-      label: 'data(label)', 'text-wrap': 'wrap', 'text-valign': 'center', 'text-halign': 'center', 'font-size': 11,
-      'font-family': 'system-ui, sans-serif', width: 150, height: 44, shape: 'data(shape)' as never,
-      'background-color': 'data(color)', 'border-color': 'data(border)', 'border-width': 'data(width)' as never, 'border-style': 'data(borderStyle)' as never,
-    },
-  },
-  { selector: 'node:selected', style: { 'overlay-color': '#2563eb', 'overlay-opacity': 0.15, 'overlay-padding': 6 } },
-  { selector: 'edge', style: { width: 1.5, 'line-color': '#94a3b8', 'target-arrow-color': '#94a3b8', 'target-arrow-shape': 'triangle', 'curve-style': 'bezier' } },
-  { selector: 'edge[critical = 1]', style: { width: 3.5, 'line-color': '#f59e0b', 'target-arrow-color': '#f59e0b' } },
-  { selector: 'edge[kind = "replaces"]', style: { 'line-style': 'dashed', 'line-color': '#4b5563', 'target-arrow-shape': 'chevron', label: 'replaced by', 'font-size': 9 } },
-]
-
-export function LiveGraph({ model, version, rebuiltAt, critical, selected, onSelect }: {
+interface Props {
+  /** the graph's controls (zoom, fit, pan) for the toolbar */
+  handle: RefObject<GraphHandle | null>
   model: GraphModel | null
   version: number
-  rebuiltAt: number
+  dirty: Set<string>
+  groupBy: GroupBy
+  expanded: ReadonlySet<string>
+  onToggleGroup: (id: string) => void
+  /** nodes matching the search or filter (others are dimmed); null: no search */
+  highlight: ReadonlySet<string> | null
   critical: string[]
   selected: string | null
   onSelect: (id: string | null) => void
-}) {
+  theme: Theme
+  /** the tooltip of a node: its latest event in plain words */
+  describe: (id: string) => string
+}
+
+interface Drawn {
+  /** the drawing's elements (ids, parents, edges): equal signatures need no new elements */
+  sig: string
+  view: ViewGraph
+  /** per drawn unit, the label and state class it has */
+  label: Map<string, string>
+  state: Map<string, string>
+  crit: Set<string>
+  highlight: ReadonlySet<string> | null
+  selected: string | null
+}
+
+/** What decides which elements a view has: its units (with their parents) and edges. */
+function signature(v: ViewGraph): string {
+  return `${v.units.map((u) => `${u.id}<${u.parent ?? ''}`).join(',')}|${v.edges.map((e) => e.id).join(',')}`
+}
+
+/** Gives a unit its label and state class, touching Cytoscape only for what changed. */
+function restyle(el: cytoscape.CollectionReturnValue, d: Drawn, id: string, look: { label: string; cls: string }) {
+  if (el.empty()) return
+  if (d.label.get(id) !== look.label) {
+    d.label.set(id, look.label)
+    el.data('label', look.label)
+  }
+  const was = d.state.get(id)
+  if (was !== look.cls) {
+    if (was) el.removeClass(was)
+    el.addClass(look.cls)
+    d.state.set(id, look.cls)
+  }
+}
+
+/**
+ * A unit's label and state class. In a big graph a node's label is its name
+ * alone: it then never changes, so a state change costs Cytoscape no new label
+ * measurement or texture (the state is in the node's fill, border and shape,
+ * and in words in the table and the tooltip).
+ */
+function unitLook(model: GraphModel, view: ViewGraph, id: string, expanded: boolean): { label: string; cls: string } {
+  const n = model.nodes.get(id)
+  if (n) return { label: model.nodes.size > BIG_GRAPH ? n.name : nodeLabel(n), cls: `s-${n.state}` }
+  const g = view.groups.get(id)!
+  const s = summarise(model, g.members)
+  if (expanded) return { label: `${g.label} · ${s.done} of ${s.total} done  (tap here to collapse)`, cls: 'box' }
+  return { label: `${g.label} (${s.total})\n${countsLine(s.counts)}`, cls: `group s-${s.state}` }
+}
+
+export function LiveGraph(p: Props) {
   const host = useRef<HTMLDivElement>(null)
-  const cy = useRef<Core | null>(null)
-  /** per node, the look last drawn */
-  const drawnRef = useRef(new Map<string, string>())
-  const onSelectRef = useRef(onSelect)
-  onSelectRef.current = onSelect
-  const criticalSet = new Set(critical)
-  const critEdges = new Set(critical.slice(1).map((id, i) => `${critical[i]}->${id}`))
+  const cyRef = useRef<Core | null>(null)
+  const drawn = useRef<Drawn | null>(null)
+  const kept = useRef<KeptLayout | null>(null)
+  const props = useRef(p)
+  props.current = p
+  const big = (p.model?.nodes.size ?? 0) > BIG_GRAPH
 
-  useEffect(() => {
-    register()
+  useImperativeHandle(p.handle, () => ({
+    zoomBy(f) {
+      const c = cyRef.current
+      if (!c) return
+      c.zoom({ level: Math.min(c.maxZoom(), Math.max(c.minZoom(), c.zoom() * f)), renderedPosition: { x: c.width() / 2, y: c.height() / 2 } })
+    },
+    fit(ids) {
+      const c = cyRef.current
+      if (!c) return
+      const v = drawn.current?.view
+      const units = ids && v ? [...new Set(ids.map((id) => v.shownBy.get(id) ?? id))] : null
+      let els = units ? c.collection() : c.elements()
+      for (const id of units ?? []) els = els.union(c.getElementById(id))
+      if (els.nonempty()) c.fit(els, 30)
+      if (c.zoom() > 1.5) c.zoom({ level: 1.5, renderedPosition: { x: c.width() / 2, y: c.height() / 2 } })
+    },
+    actualSize() {
+      cyRef.current?.zoom({ level: 1, renderedPosition: { x: cyRef.current.width() / 2, y: cyRef.current.height() / 2 } })
+    },
+    panBy(dx, dy) {
+      cyRef.current?.panBy({ x: dx, y: dy })
+    },
+  }))
+
+  // One Cytoscape per size class: its economies are set when it is created.
+  useLayoutEffect(() => {
     if (!host.current) return
-    const c = cytoscape({ container: host.current, style: STYLE, minZoom: 0.05, maxZoom: 3, wheelSensitivity: 0.3 })
-    c.on('tap', 'node', (e) => onSelectRef.current(e.target.id()))
-    c.on('tap', (e) => e.target === c && onSelectRef.current(null))
-    // Hover shows the node's state and reason (a failure's reason, a block's holder) as a tooltip.
-    c.on('mouseover', 'node', (e) => host.current?.setAttribute('title', `${e.target.data('label').replace('\n', ': ')}${e.target.data('reason') ? ` — ${e.target.data('reason')}` : ''}`))
-    c.on('mouseout', 'node', () => host.current?.removeAttribute('title'))
-    cy.current = c
-    return () => c.destroy()
-  }, [])
-
-  // A new traversal: new elements, one layout.
-  useEffect(() => {
-    const c = cy.current
-    if (!c) return
-    c.elements().remove()
-    drawnRef.current.clear()
-    if (!model) return
-    const nodes = [...model.nodes.values()].map((n) => nodeData(n, criticalSet))
-    const els: ElementDefinition[] = [
-      ...nodes.map((data) => ({ group: 'nodes' as const, data })),
-      ...model.edges.map((e) => ({ group: 'edges' as const, data: { id: e.id, source: e.source, target: e.target, kind: e.kind, critical: critEdges.has(e.id) ? 1 : 0 } })),
-    ]
-    c.add(els)
-    for (const d of nodes) drawnRef.current.set(d.id, lookKey(d))
-    const started = performance.now()
-    if (model.nodes.size <= LARGE_GRAPH) c.layout({ name: 'dagre', rankDir: 'TB', nodeSep: 20, rankSep: 50, animate: false } as never).run()
-    else {
-      const at = layeredLayout([...model.nodes.keys()], model.edges.filter((e) => e.kind === 'depends'))
-      c.layout({ name: 'preset', positions: (n: { id(): string }) => at.get(n.id()) ?? { x: 0, y: 0 }, animate: false } as never).run()
-    }
-    c.fit(undefined, 20)
-    if (c.zoom() > 1) {
-      // a small graph is shown at natural size, not blown up to fill the panel
-      c.zoom(1)
-      c.center()
-    }
-    host.current?.setAttribute('data-layout-ms', String(Math.round(performance.now() - started)))
-    host.current?.setAttribute('data-traversal', model.traversalId)
-    // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, [rebuiltAt])
-
-  // Live changes: restyle the nodes whose look changed (compared with what was drawn, so a
-  // render that coalesced several event batches misses nothing); place new replacement
-  // nodes beside the row they replace.
-  useEffect(() => {
-    const c = cy.current
-    if (!c || !model) return
-    const drawn = drawnRef.current
-    c.batch(() => {
-      for (const n of model.nodes.values()) {
-        const data = nodeData(n, criticalSet)
-        const key = lookKey(data)
-        if (drawn.get(n.id) === key) continue
-        drawn.set(n.id, key)
-        const el = c.getElementById(n.id)
-        if (el.nonempty()) el.data(data)
-        else {
-          const old = n.replaces !== null ? c.getElementById(`r${n.replaces}`) : null
-          const pos = old && old.nonempty() ? { x: old.position('x') + 170, y: old.position('y') + 14 } : { x: 0, y: 0 }
-          c.add({ group: 'nodes', data, position: pos })
-        }
-      }
-      for (const e of model.edges) {
-        if (c.getElementById(e.id).empty() && c.getElementById(e.source).nonempty() && c.getElementById(e.target).nonempty())
-          c.add({ group: 'edges', data: { id: e.id, source: e.source, target: e.target, kind: e.kind, critical: 0 } })
-      }
-      c.edges().forEach((e) => {
-        const v = critEdges.has(e.id()) ? 1 : 0
-        if (e.data('critical') !== v) e.data('critical', v)
-      })
+    const c = cytoscape({
+      container: host.current, style: stylesheet(props.current.theme, big), minZoom: 0.02, maxZoom: 4,
+      boxSelectionEnabled: false, autoungrabify: true, autounselectify: true, motionBlur: false,
+      textureOnViewport: big, hideEdgesOnViewport: big, hideLabelsOnViewport: big, pixelRatio: big ? 1 : 'auto',
+    } as cytoscape.CytoscapeOptions)
+    c.on('tap', 'node', (e) => {
+      const id = e.target.id() as string
+      const v = drawn.current?.view
+      if (v?.groups.has(id)) props.current.onToggleGroup(id)
+      else props.current.onSelect(id)
     })
-    // What is drawn, per state (read by the browser tests to compare the graph with the table).
-    const counts: Record<string, number> = {}
-    c.nodes().forEach((el) => void (counts[el.data('state')] = (counts[el.data('state')] ?? 0) + 1))
-    host.current?.setAttribute('data-drawn', JSON.stringify(counts))
-    // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, [version, rebuiltAt, critical.join(',')])
+    c.on('tap', (e) => e.target === c && props.current.onSelect(null))
+    c.on('mouseover', 'node', (e) => host.current?.setAttribute('title', props.current.describe(e.target.id())))
+    c.on('mouseout', 'node', () => host.current?.removeAttribute('title'))
+    if (big) {
+      let frame = 0
+      c.on('zoom', () => {
+        frame ||= requestAnimationFrame(() => {
+          frame = 0
+          const far = c.zoom() < EDGES_FROM_ZOOM
+          if (far !== c.scratch('far')) {
+            c.scratch('far', far)
+            c.batch(() => c.edges().toggleClass('far', far))
+          }
+        })
+      })
+    }
+    cyRef.current = c
+    drawn.current = null
+    return () => {
+      c.destroy()
+      cyRef.current = null
+    }
+  }, [big])
 
   useEffect(() => {
-    const c = cy.current
+    cyRef.current?.style(stylesheet(p.theme, big))
+  }, [p.theme, big])
+
+  const expandedKey = [...p.expanded].sort().join('|')
+  // Structure: a new traversal, another grouping, a group opened or closed. A new traversal of
+  // the same drawing (same rows, same edges: an update in place) keeps every element and only
+  // restyles, instead of removing and adding them all again.
+  useLayoutEffect(() => {
+    const c = cyRef.current
+    const m = p.model
     if (!c) return
-    c.nodes(':selected').unselect()
-    if (selected) c.getElementById(selected).select()
-  }, [selected, version])
+    if (!m) {
+      c.elements().remove()
+      drawn.current = null
+      return
+    }
+    const started = performance.now()
+    const previous = kept.current
+    const view = buildView(m, p.groupBy, p.expanded, previous)
+    if (view.kept) kept.current = view.kept
+    const sig = signature(view)
+    const old = drawn.current
+    if (old && old.sig === sig) {
+      old.view = view
+      c.batch(() => {
+        for (const u of view.units) {
+          const el = c.getElementById(u.id)
+          restyle(el, old, u.id, unitLook(m, view, u.id, u.kind === 'box'))
+          const at = view.positions.get(u.id)
+          if (at && u.kind !== 'box' && (el.position('x') !== at.x || el.position('y') !== at.y)) el.position({ ...at })
+        }
+      })
+    } else {
+      c.elements().remove()
+      const d: Drawn = { sig, view, label: new Map(), state: new Map(), crit: new Set(), highlight: null, selected: null }
+      const els: ElementDefinition[] = []
+      for (const u of view.units) {
+        const look = unitLook(m, view, u.id, u.kind === 'box')
+        d.label.set(u.id, look.label)
+        d.state.set(u.id, look.cls)
+        els.push({ group: 'nodes', data: { id: u.id, label: look.label, ...(u.parent ? { parent: u.parent } : {}) }, classes: look.cls, ...(u.kind === 'box' ? {} : { position: { ...view.positions.get(u.id)! } }) })
+      }
+      for (const e of view.edges) els.push({ group: 'edges', data: { id: e.id, source: e.source, target: e.target }, classes: e.kind === 'replaces' ? 'replaces' : '' })
+      host.current?.removeAttribute('data-painted')
+      // The viewport is kept when the drawing is the same shape as before (a new traversal of the same stack).
+      if (!previous || previous !== view.kept || c.zoom() === 1) fitPositions(c, view.positions)
+      const far = big && c.zoom() < EDGES_FROM_ZOOM
+      c.scratch('far', far)
+      if (far) for (const e of els) if (e.group === 'edges') e.classes = `${e.classes ?? ''} far`
+      c.add(els)
+      drawn.current = d
+    }
+    p.dirty.clear()
+    probeMark('drawn')
+    host.current?.setAttribute('data-layout-ms', String(Math.round(performance.now() - started)))
+    host.current?.setAttribute('data-traversal', m.traversalId)
+    host.current?.setAttribute('data-view', view.groups.size ? 'grouped' : 'nodes')
+    host.current?.setAttribute('data-units', String(view.units.length))
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [p.model, p.groupBy, expandedKey, big])
+
+  // Live changes: the units whose look changed, one batch; replacements beside their rows.
+  useLayoutEffect(() => {
+    const c = cyRef.current
+    const m = p.model
+    const d = drawn.current
+    if (!c || !m || !d) return
+    const touched = new Set<string>()
+    const added: string[] = []
+    for (const id of p.dirty) {
+      const unit = d.view.shownBy.get(id)
+      if (unit) touched.add(unit)
+      else if (m.nodes.has(id)) added.push(id)
+    }
+    p.dirty.clear()
+    c.batch(() => {
+      for (const id of added) {
+        const unit = addReplacement(c, m, d, id, p.expanded)
+        if (unit) touched.add(unit)
+      }
+      if (added.length) d.sig = signature(d.view)
+      for (const id of touched) {
+        const el = c.getElementById(id)
+        if (el.empty()) continue
+        restyle(el, d, id, unitLook(m, d.view, id, d.view.groups.has(id) && p.expanded.has(id)))
+      }
+    })
+    // What is drawn, per state (the browser tests and the bench compare it with the table and the badge).
+    host.current?.setAttribute('data-drawn', JSON.stringify(stateCounts(m)))
+    host.current?.setAttribute('data-represented', String(m.nodes.size))
+    const seq = m.lastSeq
+    const size = m.nodes.size
+    const painted = () => {
+      // What the canvas shows now (the bench's first full render waits for this, not for the batch).
+      host.current?.setAttribute('data-painted', String(size))
+      reportPainted(seq)
+    }
+    if (touched.size || !host.current?.hasAttribute('data-painted')) c.one('render', painted)
+    else reportShown(seq)
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [p.version, p.model, p.groupBy, expandedKey, big])
+
+  // Search and filters: matches stand out, the rest fade.
+  useLayoutEffect(() => {
+    const c = cyRef.current
+    const d = drawn.current
+    if (!c || !d) return
+    const hl = p.highlight
+    // Nothing searched before or now: nothing to restyle (a rebuilt drawing starts plain).
+    if (hl === null && d.highlight === null) return
+    const units = hl ? new Set([...hl].map((id) => d.view.shownBy.get(id) ?? id)) : null
+    c.batch(() => {
+      c.nodes().forEach((el) => {
+        const on = units ? units.has(el.id()) : false
+        el.toggleClass('match', on && (units?.size ?? 0) > 0)
+        el.toggleClass('dim', units !== null && !on && !el.isParent())
+      })
+      c.edges().toggleClass('dim', units !== null)
+    })
+    d.highlight = hl
+  }, [p.highlight, p.model, p.groupBy, expandedKey, big])
+
+  // The critical path: its nodes and the edges between them in amber.
+  const critKey = p.critical.join(',')
+  useLayoutEffect(() => {
+    const c = cyRef.current
+    const d = drawn.current
+    if (!c || !d) return
+    const next = new Set<string>()
+    p.critical.forEach((id, i) => {
+      next.add(id)
+      if (i > 0) next.add(`${p.critical[i - 1]}->${id}`)
+    })
+    c.batch(() => {
+      for (const id of d.crit) if (!next.has(id)) c.getElementById(id).removeClass('crit')
+      for (const id of next) if (!d.crit.has(id)) c.getElementById(id).addClass('crit')
+    })
+    d.crit = next
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [critKey, p.model, p.groupBy, expandedKey, big])
+
+  useLayoutEffect(() => {
+    const c = cyRef.current
+    const d = drawn.current
+    if (!c || !d) return
+    if (d.selected) c.getElementById(d.selected).removeClass('sel')
+    const unit = p.selected ? (d.view.shownBy.get(p.selected) ?? p.selected) : null
+    if (unit) c.getElementById(unit).addClass('sel')
+    d.selected = unit
+  }, [p.selected, p.model, p.groupBy, expandedKey, big])
+
+  const onKey = (e: KeyboardEvent<HTMLDivElement>) => {
+    const c = cyRef.current
+    if (!c) return
+    const step = e.shiftKey ? 240 : 60
+    const keys: Record<string, () => void> = {
+      '+': () => c.zoom({ level: Math.min(4, c.zoom() * 1.25), renderedPosition: { x: c.width() / 2, y: c.height() / 2 } }),
+      '=': () => c.zoom({ level: Math.min(4, c.zoom() * 1.25), renderedPosition: { x: c.width() / 2, y: c.height() / 2 } }),
+      '-': () => c.zoom({ level: Math.max(0.02, c.zoom() / 1.25), renderedPosition: { x: c.width() / 2, y: c.height() / 2 } }),
+      '0': () => c.fit(undefined, 24),
+      ArrowLeft: () => c.panBy({ x: step, y: 0 }),
+      ArrowRight: () => c.panBy({ x: -step, y: 0 }),
+      ArrowUp: () => c.panBy({ x: 0, y: step }),
+      ArrowDown: () => c.panBy({ x: 0, y: -step }),
+    }
+    const act = keys[e.key]
+    if (!act) return
+    e.preventDefault()
+    act()
+  }
 
   return (
     <div className="graph-wrap">
-      <div ref={host} className="graph" data-testid="graph" role="img" aria-label="traversal graph (the same states are listed in the resources table)" />
-      <div className="graph-tools">
-        <button type="button" onClick={() => cy.current?.fit(undefined, 20)}>Fit</button>
-      </div>
+      <div
+        ref={host}
+        className="graph"
+        data-testid="graph"
+        tabIndex={0}
+        role="application"
+        aria-roledescription="graph"
+        aria-label="traversal graph: + and - zoom, arrow keys pan, 0 fits; every node is also a row of the resources table"
+        onKeyDown={onKey}
+      />
+      {(p.model?.nodes.size ?? 0) > MINIMAP_ABOVE && (
+        <Minimap cy={cyRef} source={() => (drawn.current ? { positions: drawn.current.view.positions, state: drawn.current.state } : null)} version={p.version} theme={p.theme} />
+      )}
     </div>
   )
+}
+
+/**
+ * Fits the viewport to the laid-out positions (Cytoscape's own fit measures
+ * every label first; the boxes' sizes are known). A small graph is shown at
+ * natural size, not blown up to fill the panel.
+ */
+function fitPositions(c: Core, positions: Map<string, Point>) {
+  let [x0, y0, x1, y1] = [Infinity, Infinity, -Infinity, -Infinity]
+  for (const p of positions.values()) [x0, y0, x1, y1] = [Math.min(x0, p.x), Math.min(y0, p.y), Math.max(x1, p.x), Math.max(y1, p.y)]
+  if (!Number.isFinite(x0)) return
+  const pad = 24
+  const w = x1 - x0 + GROUP_SIZE.w + 2 * pad
+  const h = y1 - y0 + GROUP_SIZE.h + 2 * pad
+  const zoom = Math.min(1, c.width() / w, c.height() / h)
+  c.viewport({ zoom, pan: { x: c.width() / 2 - ((x0 + x1) / 2) * zoom, y: c.height() / 2 - ((y0 + y1) / 2) * zoom } })
+}
+
+/** A replacement row appeared: beside the row it replaces (or into that row's collapsed group). Returns the unit to restyle. */
+function addReplacement(c: Core, m: GraphModel, d: Drawn, id: string, expanded: ReadonlySet<string>): string | null {
+  const n = m.nodes.get(id)!
+  const old = n.replaces !== null ? `r${n.replaces}` : null
+  const v = d.view
+  const shownOld = old ? v.shownBy.get(old) : undefined
+  let unit: string
+  if (shownOld && v.groups.has(shownOld) && !expanded.has(shownOld)) {
+    v.groups.get(shownOld)!.members.push(id)
+    v.shownBy.set(id, shownOld)
+    unit = shownOld
+  } else {
+    const parent = old ? (c.getElementById(old).data('parent') as string | undefined) : undefined
+    if (parent) v.groups.get(parent)?.members.push(id)
+    const before = new Map<string, Point>()
+    for (const [k, pt] of v.positions) before.set(k, pt)
+    const at = placeBeside(v.positions, old ?? '', id)
+    for (const [k, pt] of v.positions) {
+      const was = before.get(k)
+      if (was && (was.x !== pt.x || was.y !== pt.y)) c.getElementById(k).position({ ...pt })
+    }
+    const look = unitLook(m, v, id, false)
+    c.add({ group: 'nodes', data: { id, label: look.label, ...(parent ? { parent } : {}) }, classes: look.cls, position: { ...at } })
+    d.label.set(id, look.label)
+    d.state.set(id, look.cls)
+    v.units.push({ id, kind: 'node', parent: parent ?? null })
+    v.shownBy.set(id, id)
+    unit = id
+  }
+  for (const e of m.edges) {
+    if (e.source !== id && e.target !== id) continue
+    const s = v.shownBy.get(e.source)
+    const t = v.shownBy.get(e.target)
+    if (!s || !t || s === t) continue
+    const eid = `${s}${e.kind === 'replaces' ? '=>' : '->'}${t}`
+    if (c.getElementById(eid).nonempty()) continue
+    v.edges.push({ id: eid, source: s, target: t, kind: e.kind })
+    c.add({ group: 'edges', data: { id: eid, source: s, target: t }, classes: `${e.kind === 'replaces' ? 'replaces' : ''}${c.scratch('far') ? ' far' : ''}` })
+  }
+  return unit
 }

@@ -1,51 +1,111 @@
 'use client'
-/** The side panel for a clicked node: state, lock, reason, properties, attributes, its history in this traversal. */
-import type { DisplayNode, ResourceRow } from '../lib/ui/graph-model'
+/**
+ * The drawer for an inspected node, over the page's right edge (it never
+ * widens the page): state, worker, lock, what happened to it in plain words,
+ * its properties and attributes (fetched when it opens) and its history in
+ * this traversal. Focus moves into it when it opens; Escape or the close
+ * button closes it, and the page puts focus back where it came from.
+ */
+import Link from 'next/link'
+import { useEffect, useRef, useState } from 'react'
+import { describeEvent, shortId, workerName, type WorkerNames } from '../lib/ui/event-text'
+import type { DisplayNode } from '../lib/ui/graph-model'
+import { api } from './api'
 import { LOOKS, stateText } from './graph-style'
 import { notesOf } from './ResourcesTable'
 
-export function NodePanel({ node, row, onClose }: { node: DisplayNode; row: ResourceRow | undefined; onClose: () => void }) {
+interface RowDetail {
+  type: string
+  action: string
+  status: string
+  statusReason: string
+  physicalId: string | null
+  properties: Record<string, unknown> | null
+  attributes: Record<string, unknown>
+  lock: { worker: string; workerName: string | null; traversalId: string | null; leaseExpiresAt: string | null } | null
+}
+
+/** A row's status reason that only says the engine moved it on: the "Last event" line says what happened. */
+const ENGINE_REASONS = new Set(['state changed'])
+
+export function NodePanel({ stackId, node, version, workers, onClose }: { stackId: string; node: DisplayNode; version: number; workers: WorkerNames; onClose: () => void }) {
+  const closeButton = useRef<HTMLButtonElement>(null)
+  const [row, setRow] = useState<RowDetail | null>(null)
+  const [rowError, setRowError] = useState<string | null>(null)
+
+  useEffect(() => {
+    closeButton.current?.focus()
+  }, [node.id])
+
+  // The row as stored, again when the node's state changes (its lock, its attributes).
+  useEffect(() => {
+    let live = true
+    api<{ resource: RowDetail }>('GET', `/api/stacks/${stackId}/resources/${node.rowId}`)
+      .then((r) => live && (setRow(r.resource), setRowError(null)))
+      .catch((e: Error) => live && setRowError(e.message))
+    return () => {
+      live = false
+    }
+  }, [stackId, node.rowId, node.state])
+
+  useEffect(() => {
+    const onKey = (e: KeyboardEvent) => {
+      if (e.key === 'Escape' && !document.querySelector('dialog[open]')) {
+        e.preventDefault()
+        onClose()
+      }
+    }
+    document.addEventListener('keydown', onKey)
+    return () => document.removeEventListener('keydown', onKey)
+  }, [onClose])
+
+  const reason = node.last ? describeEvent(node.last, workers) : ''
+  const notes = notesOf(node)
   return (
-    <aside className="node-panel" aria-label={`resource ${node.name}`} data-testid="node-panel">
+    <div className="node-panel" role="dialog" aria-modal="false" aria-labelledby="node-panel-title" data-testid="node-panel" data-version={version}>
       <header>
-        <h3>
+        <h2 id="node-panel-title">
           <span aria-hidden>{LOOKS[node.state].icon}</span> {node.name} <small>#{node.rowId}</small>
-        </h3>
-        <button type="button" className="link" onClick={onClose} aria-label="close panel">✕</button>
+        </h2>
+        <button ref={closeButton} type="button" className="icon" onClick={onClose} aria-label="close the resource panel">✕</button>
       </header>
       <dl>
         <dt>Type</dt><dd>{row?.type ?? node.type}</dd>
         <dt>Node state</dt><dd data-testid="node-state">{stateText(node)}</dd>
-        {row && (<><dt>Row</dt><dd>{row.action}_{row.status}</dd></>)}
-        {node.reason && (<><dt>Reason</dt><dd className={node.state === 'failed' ? 'error' : ''}>{node.reason}</dd></>)}
-        {row?.statusReason && row.statusReason !== node.reason && (<><dt>Status reason</dt><dd>{row.statusReason}</dd></>)}
+        {reason && (<><dt>Last event</dt><dd className={node.state === 'failed' ? 'error' : ''} data-testid="node-reason">{reason}</dd></>)}
+        {row && (<><dt>Row now</dt><dd>{row.action}_{row.status}</dd></>)}
+        {row?.statusReason && !ENGINE_REASONS.has(row.statusReason) && (<><dt>Status reason</dt><dd>{row.statusReason}</dd></>)}
         {row?.physicalId && (<><dt>Physical id</dt><dd><code>{row.physicalId}</code></dd></>)}
-        {(node.worker || row?.lock) && (<><dt>Lock</dt><dd>{row?.lock ? `held by ${row.lock.workerName ?? row.lock.worker}, lease until ${row.lock.leaseExpiresAt ? new Date(row.lock.leaseExpiresAt).toLocaleTimeString() : '?'}` : `worker ${node.worker}`}</dd></>)}
-        {node.blockedBy && (<><dt>Blocked by</dt><dd>traversal <code>{node.blockedBy.slice(0, 8)}</code></dd></>)}
-        {notesOf(node).length > 0 && (<><dt>Notes</dt><dd>{notesOf(node).join(', ')}</dd></>)}
+        {(node.worker || node.lastWorker) && (<><dt>Worker</dt><dd>{workerName(node.worker ?? node.lastWorker, workers)}{node.worker ? ' (acting now)' : ''}</dd></>)}
+        {row?.lock && (<><dt>Lock</dt><dd>held by {row.lock.workerName ?? workerName(row.lock.worker, workers)}{row.lock.leaseExpiresAt ? `, lease until ${new Date(row.lock.leaseExpiresAt).toLocaleTimeString()}` : ''}</dd></>)}
+        {node.blockedBy && (
+          <><dt>Blocked by</dt><dd>traversal <Link href={`/stacks/${stackId}/traversals/${node.blockedBy}`}><code>{shortId(node.blockedBy)}</code></Link>{node.blockedHolder ? ` on ${workerName(node.blockedHolder, workers)}` : ''}</dd></>
+        )}
+        {notes.length > 0 && (<><dt>Notes</dt><dd>{notes.join(', ')}</dd></>)}
       </dl>
+      {rowError && <p className="error">The row could not be read: {rowError}</p>}
       {row?.properties && (
         <details open>
           <summary>Properties</summary>
-          <pre>{JSON.stringify(row.properties, null, 2)}</pre>
+          <pre tabIndex={0}>{JSON.stringify(row.properties, null, 2)}</pre>
         </details>
       )}
-      {row?.attributes && Object.keys(row.attributes).length > 0 && (
+      {row && Object.keys(row.attributes).length > 0 && (
         <details>
           <summary>Attributes</summary>
-          <pre>{JSON.stringify(row.attributes, null, 2)}</pre>
+          <pre tabIndex={0}>{JSON.stringify(row.attributes, null, 2)}</pre>
         </details>
       )}
       <details open>
         <summary>History in this traversal</summary>
         <ol className="history">
           {node.history.map((h) => (
-            <li key={h.seq}>
-              <time>{new Date(h.at).toLocaleTimeString()}</time> {h.state ?? ''} <small>{h.reason}</small>
+            <li key={`${h.seq}-${h.state}`}>
+              <time dateTime={h.at}>{new Date(h.at).toLocaleTimeString()}</time> {describeEvent(h.event, workers)}
             </li>
           ))}
         </ol>
       </details>
-    </aside>
+    </div>
   )
 }

@@ -1,22 +1,18 @@
 'use client'
 /**
- * Page frame of every signed-in page: loads the session (redirecting to the
- * login page without one), shows the project, the live connection state and
- * a sign-out button, and hands the session to the page through context.
+ * Page frame of every signed-in page: the project, the live connection
+ * state, the theme toggle and a sign-out button. The page itself starts at
+ * once, beside the session check (the server already sent visitors without a
+ * session cookie to the login form); a session found expired or revoked
+ * sends the visitor there too.
  */
 import Link from 'next/link'
 import { useRouter } from 'next/navigation'
-import { createContext, useContext, useEffect, useState, type ReactNode } from 'react'
+import { useEffect, useState, type ReactNode } from 'react'
 import { loadSession, logout, type SessionInfo } from './api'
 import { closeSocket, useConnectionState } from './socket'
+import { applyTheme, chosenTheme, useTheme } from './theme'
 
-const SessionContext = createContext<SessionInfo | null>(null)
-
-export function useSession(): SessionInfo {
-  const s = useContext(SessionContext)
-  if (!s) throw new Error('useSession outside <Shell>')
-  return s
-}
 
 function ConnectionBadge() {
   const s = useConnectionState()
@@ -25,6 +21,18 @@ function ConnectionBadge() {
     <span className={`conn conn-${s}`} data-testid="connection" aria-live="polite" title="Socket.IO connection for live updates">
       <span aria-hidden>{s === 'connected' ? '●' : s === 'connecting' ? '◌' : '○'}</span> {text}
     </span>
+  )
+}
+
+/** Light or dark; the first choice follows the system, a click fixes the other one. */
+function ThemeToggle() {
+  const theme = useTheme()
+  useEffect(() => applyTheme(chosenTheme()), [])
+  const next = theme === 'dark' ? 'light' : 'dark'
+  return (
+    <button type="button" className="icon" onClick={() => applyTheme(next)} aria-label={`switch to the ${next} theme`} title={`switch to the ${next} theme`}>
+      {theme === 'dark' ? '☀' : '☾'}
+    </button>
   )
 }
 
@@ -40,9 +48,8 @@ export function Shell({ children }: { children: ReactNode }) {
   }, [router])
 
   if (error) return <main className="page"><p role="alert" className="error">{error}</p></main>
-  if (!session) return <main className="page"><p>Loading…</p></main>
   return (
-    <SessionContext.Provider value={session}>
+    <>
       <header className="topbar">
         <Link href="/" className="brand">Kiln</Link>
         <nav>
@@ -51,7 +58,8 @@ export function Shell({ children }: { children: ReactNode }) {
         </nav>
         <span className="spacer" />
         <ConnectionBadge />
-        <span className="who" data-testid="project">project <strong>{session.project.name}</strong></span>
+        <ThemeToggle />
+        <span className="who" data-testid="project">project <strong>{session?.project.name ?? '…'}</strong></span>
         <button
           className="link"
           onClick={async () => {
@@ -64,6 +72,6 @@ export function Shell({ children }: { children: ReactNode }) {
         </button>
       </header>
       <main className="page">{children}</main>
-    </SessionContext.Provider>
+    </>
   )
 }

@@ -1,202 +1,372 @@
 'use client'
 /**
- * The stack page: edit the template, preview and submit an update (also while
- * one runs: it supersedes it), cancel with or without rollback, delete, and
- * watch the traversal converge on the live graph and its table twin.
+ * The stack page, and the page of one past traversal (`traversalId`): the
+ * graph as the hero (a resizable split with the template editor, or full
+ * width), the header's badge, progress and estimate, the actions (submit,
+ * preview, check, rollback, cancel, delete), the supersede banner, replay by
+ * time, and under the graph the resources table, events, traversals, outputs.
+ *
+ * Deep links: `/stacks/<id>/traversals/<tid>?node=<name>&t=<seconds>` opens a
+ * traversal at a moment with a node inspected; the address follows what the
+ * user inspects and replays there.
  */
+import dynamic from 'next/dynamic'
 import Link from 'next/link'
 import { useRouter } from 'next/navigation'
-import { useEffect, useMemo, useState } from 'react'
-import { applyEvents, criticalPath, initialModel, type GraphModel } from '../lib/ui/graph-model'
-import { api, ApiError, type ApiIssue } from './api'
+import { useCallback, useEffect, useMemo, useRef, useState } from 'react'
+import { describeEvent, shortId } from '../lib/ui/event-text'
+import { criticalPath } from '../lib/ui/estimate'
+import { progressOf, stateCounts, type DisplayNode, type GraphModel } from '../lib/ui/graph-model'
+import { Replay } from '../lib/ui/replay'
+import { selectNodes } from '../lib/ui/search'
+import { GROUP_ABOVE, groupNodes, type GroupBy } from '../lib/ui/view-graph'
+import { api, ApiError } from './api'
+import { ConfirmDialog } from './ConfirmDialog'
 import { EventsTimeline } from './EventsTimeline'
+import { countsLine } from './graph-style'
+import { GraphToolbar, type Filter } from './GraphToolbar'
+import { GroupList } from './GroupList'
 import { Legend } from './Legend'
-import { LiveGraph } from './LiveGraph'
+import type { GraphHandle } from './LiveGraph'
 import { NodePanel } from './NodePanel'
-import { ParametersForm, parameterValues } from './ParametersForm'
-import { PreviewPanel, type PreviewResult } from './PreviewPanel'
+import { Outputs } from './Outputs'
 import { ReplayBar } from './ReplayBar'
 import { ResourcesTable } from './ResourcesTable'
+import { SplitPane } from './SplitPane'
 import { ProgressBar, StatusBadge } from './StatusBadge'
-import { TemplateEditor, ValidationLine } from './TemplateEditor'
+import { SupersedeBanner } from './SupersedeBanner'
 import { TraversalHistory } from './TraversalHistory'
+import { TraversalTemplate } from './TraversalTemplate'
+import { useTheme } from './theme'
 import { useStackLive } from './use-stack-live'
-import { useValidation } from './use-validation'
 
-type Tab = 'events' | 'traversals' | 'outputs'
+// Cytoscape and CodeMirror load as their own chunks: the page starts fetching the stack while they download.
+const LiveGraph = dynamic(() => import('./LiveGraph').then((m) => m.LiveGraph), { ssr: false, loading: () => <div className="graph graph-loading" data-testid="graph-loading">Loading the graph…</div> })
+const TemplatePanel = dynamic(() => import('./TemplatePanel').then((m) => m.TemplatePanel), { ssr: false, loading: () => <p className="loading">Loading the editor…</p> })
+
+type Tab = 'resources' | 'events' | 'traversals' | 'outputs' | 'template'
 
 function fmtSeconds(s: number) {
   return s < 60 ? `${Math.round(s)} s` : `${Math.floor(s / 60)} min ${Math.round(s % 60)} s`
 }
 
-export function StackPage({ stackId }: { stackId: string }) {
+/** Re-running the critical path costs O(nodes + edges): for big graphs at most this often. */
+const ESTIMATE_EVERY_MS = 1000
+
+export function StackPage({ stackId, traversalId = null, initialNode = null, initialT = null }: { stackId: string; traversalId?: string | null; initialNode?: string | null; initialT?: number | null }) {
   const router = useRouter()
-  const live = useStackLive(stackId)
-  const [source, setSource] = useState<string | null>(null)
-  const [params, setParams] = useState<Record<string, string>>({})
-  const [issues, setIssues] = useState<ApiIssue[]>([])
+  const live = useStackLive(stackId, traversalId)
+  const theme = useTheme()
+  const graphRef = useRef<GraphHandle>(null)
+  const messageRef = useRef<HTMLParagraphElement>(null)
+  const opener = useRef<HTMLElement | null>(null)
   const [message, setMessage] = useState<{ kind: 'ok' | 'error'; text: string } | null>(null)
-  const [preview, setPreview] = useState<PreviewResult | null>(null)
   const [busy, setBusy] = useState(false)
   const [confirm, setConfirm] = useState<'cancel' | 'delete' | null>(null)
   const [selected, setSelected] = useState<string | null>(null)
-  const [tab, setTab] = useState<Tab>('events')
-  const [replayAt, setReplayAt] = useState<number | null>(null)
+  const [tab, setTab] = useState<Tab>('resources')
+  const [replayAt, setReplayAt] = useState<number | null>(initialT)
+  const [playing, setPlaying] = useState(false)
+  const [speed, setSpeed] = useState(5)
+  const [query, setQuery] = useState('')
+  const [filters, setFilters] = useState<ReadonlySet<Filter>>(new Set())
+  const [groupBy, setGroupBy] = useState<GroupBy | null>(null)
+  const [expanded, setExpanded] = useState<ReadonlySet<string>>(new Set())
+  const [editorOpen, setEditorOpen] = useState<boolean | null>(null)
   const [now, setNow] = useState(() => Date.now())
-  const validation = useValidation(source ?? '')
+
+  const liveModel = live.model
+  const total = liveModel?.nodes.size ?? 0
+  const pinned = traversalId !== null
+  // The editor beside the graph by default for small stacks on wide screens; the graph alone otherwise.
+  const editorShown = !pinned && (editorOpen ?? (total <= 300 && typeof window !== 'undefined' && window.innerWidth >= 1100))
+  const grouping: GroupBy = groupBy ?? (total > GROUP_ABOVE ? 'layer' : 'none')
+
+  // Replay: the shown traversal as of a moment (seconds from its first event).
+  const replaying0 = replayAt !== null
+  // Made when a replay starts, from the events so far (the live list only grows in place).
+  const replay = useMemo(
+    () => (replaying0 && live.model && live.graph && live.events.length ? new Replay(live.model.traversalId, live.graph, live.types, [...live.events]) : null),
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+    [live.model, live.graph, replaying0],
+  )
+  const firstAt = live.events.length ? Date.parse(live.events[0]!.at) : 0
+  const replaySpan = replay?.span ?? { start: firstAt, end: live.events.length ? Date.parse(live.events.at(-1)!.at) : 0 }
+  const [replayVersion, setReplayVersion] = useState(0)
+  const replayDirty = useRef(new Set<string>())
+  useEffect(() => {
+    if (replayAt === null || !replay) return
+    const changed = replay.seek(replaySpan.start + replayAt * 1000)
+    if (changed) for (const id of changed) replayDirty.current.add(id)
+    else for (const id of replay.model.nodes.keys()) replayDirty.current.add(id)
+    setReplayVersion((v) => v + 1)
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [replayAt, replay])
+  const replaying = replayAt !== null && replay !== null
+  const model: GraphModel | null = replaying ? replay.model : liveModel
+  const version = replaying ? replayVersion : live.version
+  const dirty = replaying ? replayDirty.current : live.dirty
+  const ended = Boolean(model?.end)
+  const running = !pinned && live.status?.status === 'IN_PROGRESS'
+  const traversalRunning = model !== null && !ended && (live.traversal?.outcome ?? null) === null
 
   useEffect(() => {
-    api<{ source: string }>('GET', `/api/stacks/${stackId}/template`)
-      .then((t) => setSource((s) => s ?? t.source))
-      .catch(() => setSource((s) => s ?? ''))
-  }, [stackId])
-
-  const running = live.stack?.status === 'IN_PROGRESS'
-  useEffect(() => {
-    if (!running) return
+    if (!traversalRunning) return
+    // Timer reason: the estimate counts down between events.
     const t = setInterval(() => setNow(Date.now()), 1000)
     return () => clearInterval(t)
-  }, [running])
+  }, [traversalRunning])
 
-  // Replay: the same fold, stopped at the chosen event.
-  const replayModel: GraphModel | null = useMemo(() => {
-    if (replayAt === null || !live.graph || !live.model) return null
-    const m = initialModel(live.model.traversalId, live.graph, live.resources)
-    applyEvents(m, live.traversalEvents.filter((e) => e.seq <= replayAt), new Map(live.resources.map((r) => [r.id, r])))
-    return m
-  }, [replayAt, live.graph, live.model, live.traversalEvents, live.resources])
-  const model = replayModel ?? live.model
-  const estimate = useMemo(() => (model ? criticalPath(model, replayModel ? Date.parse(live.traversalEvents.find((e) => e.seq >= (replayAt ?? 0))?.at ?? '') || now : now) : null),
+  // The estimate of a big graph is computed after the frame that shows it, at most once a second;
+  // a small graph's with every change.
+  const [estimate, setEstimate] = useState<ReturnType<typeof criticalPath> | null>(null)
+  const lastEstimate = useRef<{ at: number; model: GraphModel | null }>({ at: 0, model: null })
+  useEffect(() => {
+    if (!model) return setEstimate(null)
+    const t = replaying ? replaySpan.start + (replayAt ?? 0) * 1000 : now
+    const prev = lastEstimate.current
+    const big = total > 300
+    const wait = big && prev.model === model && !replaying ? Math.max(0, ESTIMATE_EVERY_MS - (performance.now() - prev.at)) : 0
+    // Timer reason: a big graph's critical path is recomputed at most once a second, off the frame that draws.
+    const timer = setTimeout(() => {
+      lastEstimate.current = { at: performance.now(), model }
+      setEstimate(criticalPath(model, t))
+    }, big ? wait : 0)
+    return () => clearTimeout(timer)
     // eslint-disable-next-line react-hooks/exhaustive-deps
-    [model, live.version, now, replayAt])
+  }, [model, version, now, replayAt])
   const critical = useMemo(() => new Set(estimate?.path ?? []), [estimate])
+  // eslint-disable-next-line react-hooks/exhaustive-deps
+  const progress = useMemo(() => (model ? progressOf(model) : null), [model, version])
+  // eslint-disable-next-line react-hooks/exhaustive-deps
+  const counts = useMemo(() => (model ? stateCounts(model) : {}), [model, version])
+  // eslint-disable-next-line react-hooks/exhaustive-deps
+  const highlight = useMemo(() => (model ? selectNodes(model, query, filters) : null), [model, query, filters, filters.size > 0 || query ? version : 0])
+  // eslint-disable-next-line react-hooks/exhaustive-deps
+  const groups = useMemo(() => (model && grouping !== 'none' ? [...groupNodes(model, grouping).values()] : []), [model, grouping, model?.nodes.size])
+  // eslint-disable-next-line react-hooks/exhaustive-deps
+  const blocked = useMemo(() => (model ? [...model.nodes.values()].filter((n) => n.state === 'blocked') : []), [model, version])
 
-  if (live.notFound) return <section><h1>Stack not found</h1><p>It does not exist, or it belongs to another project. <Link href="/">All stacks</Link></p></section>
-  if (!live.stack) return <section><p>{live.error ? <span role="alert" className="error">{live.error}</span> : 'Loading…'}</p></section>
-  const stack = live.stack
+  // Deep link: the node by name, once the model is there.
+  const linked = useRef(false)
+  useEffect(() => {
+    if (linked.current || !liveModel || !initialNode) return
+    linked.current = true
+    const n = [...liveModel.nodes.values()].find((x) => x.name === initialNode || x.id === initialNode)
+    if (n) setSelected(n.id)
+  }, [liveModel, initialNode])
+  // ... and the address follows what is inspected and the replay position (history view).
+  useEffect(() => {
+    if (!pinned || !model) return
+    const q = new URLSearchParams()
+    const n = selected ? model.nodes.get(selected) : null
+    if (n) q.set('node', n.name)
+    if (replayAt !== null) q.set('t', replayAt.toFixed(1))
+    const url = `${location.pathname}${q.size ? `?${q}` : ''}`
+    if (url !== `${location.pathname}${location.search}`) history.replaceState(history.state, '', url)
+  }, [pinned, model, selected, replayAt])
 
-  const body = () => ({ template: source ?? '', parameters: parameterValues(params) })
-  const run = async (what: string, fn: () => Promise<unknown>) => {
+  const describe = useCallback((n: DisplayNode) => (n.last ? describeEvent(n.last, live.workers) : ''), [live.workers])
+  const describeId = useCallback((id: string) => {
+    const n = model?.nodes.get(id)
+    return n ? `${n.name}: ${describe(n) || n.state}` : id
+  }, [model, describe])
+
+  const inspect = useCallback((id: string | null, from?: HTMLElement | null) => {
+    if (id && from !== undefined) opener.current = from
+    else if (id && !selected) opener.current = document.activeElement as HTMLElement | null
+    setSelected(id)
+  }, [selected])
+  const closePanel = useCallback(() => {
+    setSelected(null)
+    const back = opener.current
+    opener.current = null
+    // Focus returns where it came from (the row's button, the graph).
+    if (back?.isConnected) back.focus()
+    else document.querySelector<HTMLElement>('[data-testid="graph"]')?.focus()
+  }, [])
+
+  const toggleGroup = useCallback((id: string) => setExpanded((s) => {
+    const n = new Set(s)
+    if (n.has(id)) n.delete(id)
+    else n.add(id)
+    return n
+  }), [])
+
+  // After an action, focus lands on its result (once a dialog that asked for it has closed).
+  const focusResult = useRef(false)
+  const run = useCallback(async (what: string, fn: () => Promise<string>) => {
     setBusy(true)
     setMessage(null)
+    let err: ApiError | Error | null = null
     try {
-      await fn()
-      setIssues([])
-    } catch (err) {
-      if (err instanceof ApiError) {
-        setIssues(err.issues)
-        setMessage({ kind: 'error', text: `${what} failed: ${err.message}` })
-      } else setMessage({ kind: 'error', text: `${what} failed: ${(err as Error).message}` })
+      const text = await fn()
+      setMessage({ kind: 'ok', text })
+    } catch (e) {
+      err = e as Error
+      setMessage({ kind: 'error', text: `${what} failed: ${err.message}` })
     } finally {
+      focusResult.current = true
       setBusy(false)
     }
-  }
+    return err
+  }, [])
+  useEffect(() => {
+    if (!focusResult.current || confirm !== null || busy) return
+    focusResult.current = false
+    messageRef.current?.focus()
+  }, [message, confirm, busy])
 
-  const submit = () =>
-    run('Update', async () => {
-      const wasRunning = running
-      const r = await api<{ traversalId: string; superseded: string | null }>('PUT', `/api/stacks/${stackId}`, body())
-      setPreview(null)
-      setReplayAt(null)
-      setMessage({ kind: 'ok', text: r.superseded && wasRunning ? `Update submitted; it superseded traversal ${r.superseded.slice(0, 8)}.` : 'Update submitted.' })
-      live.refresh()
-    })
-  const doPreview = () =>
-    run('Preview', async () => {
-      setPreview(await api<PreviewResult>('POST', `/api/stacks/${stackId}/preview`, body()))
-    })
-  const cancel = (rollback: boolean) =>
-    run('Cancel', async () => {
-      await api('POST', `/api/stacks/${stackId}/cancel`, { rollback })
-      setConfirm(null)
-      setMessage({ kind: 'ok', text: rollback ? 'Cancelled; rolling back to the previous template.' : 'Cancelled without rollback; running actions finish, nothing new starts.' })
-      live.refresh()
-    })
-  const remove = () =>
-    run('Delete', async () => {
-      await api('DELETE', `/api/stacks/${stackId}`)
-      setConfirm(null)
-      setMessage({ kind: 'ok', text: 'Deleting the stack.' })
-      live.refresh()
-    })
-
+  if (live.phase === 'not-found') return <section><h1>Stack not found</h1><p>It does not exist, or it belongs to another project. <Link href="/">All stacks</Link></p></section>
+  if (live.phase === 'error' && !live.stack) return <section><p role="alert" className="error">{live.error}</p></section>
+  if (!live.stack || !live.status) return <section aria-busy="true"><p className="loading">Loading the stack…</p></section>
+  const stack = live.stack
+  const status = live.status
+  const deleted = status.action === 'DELETE' && status.status === 'COMPLETE'
+  const shownTraversal = live.traversal
   const selectedNode = selected ? model?.nodes.get(selected) : undefined
-  const row = selectedNode ? live.resources.find((r) => r.id === selectedNode.rowId) : undefined
-  const deleted = stack.action === 'DELETE' && stack.status === 'COMPLETE'
-  const allIssues = issues.length ? issues : validation.issues
+
+  const post = (path: string, what: string, done: string, body?: unknown) => run(what, async () => {
+    await api('POST', `/api/stacks/${stackId}/${path}`, body ?? {})
+    setConfirm(null)
+    setReplayAt(null)
+    return done
+  })
+  const cancel = (rollback: boolean) => post('cancel', 'Cancel', rollback ? 'Cancelled; rolling back to the previous template.' : 'Cancelled without rollback: running actions finish, nothing new starts. The graph shows which rows changed and which did not.', { rollback })
+  const remove = () => run('Delete', async () => {
+    await api('DELETE', `/api/stacks/${stackId}`)
+    setConfirm(null)
+    return 'Deleting the stack.'
+  })
+  const onZoom = (how: 'in' | 'out' | 'fit' | 'actual') => {
+    const g = graphRef.current
+    if (how === 'in') g?.zoomBy(1.25)
+    else if (how === 'out') g?.zoomBy(0.8)
+    else if (how === 'fit') g?.fit()
+    else g?.actualSize()
+  }
+  const duration = Math.max(0, (replaySpan.end - replaySpan.start) / 1000)
+  const pastTraversal = pinned && shownTraversal !== null && !shownTraversal.current
+
+  const header = (
+    <div className="stack-head">
+      <h1 data-testid="stack-name">{stack.name}</h1>
+      {pastTraversal && model ? (
+        <StatusBadge action={shownTraversal.action} status={model.end?.outcome ?? shownTraversal.outcome ?? 'IN_PROGRESS'} />
+      ) : (
+        <StatusBadge action={status.action} status={status.status} cancelled={status.cancelled} />
+      )}
+      {model && progress && (traversalRunning || replaying) && <ProgressBar done={progress.done} total={progress.total} label="traversal progress" />}
+      {model && traversalRunning && estimate && (
+        <span className="note" data-testid="eta">
+          {estimate.secondsLeft !== null ? `about ${fmtSeconds(estimate.secondsLeft)} left (critical path: ${estimate.path.length} nodes)` : estimate.pending === 'finishing' ? 'finishing…' : 'estimating…'}
+        </span>
+      )}
+      {live.behindMs > 0 && !replaying && <span className="behind" role="status" data-testid="behind">behind by {Math.round(live.behindMs / 1000)} s</span>}
+      {replaying && <span className="replaying" role="status">replay</span>}
+      <span className="spacer" />
+      {!pinned && (
+        <div className="head-actions">
+          <button type="button" aria-expanded={editorShown} aria-controls="template-pane" onClick={() => setEditorOpen(!editorShown)}>{editorShown ? 'Hide template' : 'Edit template'}</button>
+          <button type="button" onClick={() => post('check', 'Check', 'Check started: every resource is checked against its provider.')} disabled={busy || running || deleted} title={running ? 'wait for the running traversal to finish' : 'check every resource'}>Check</button>
+          <button type="button" onClick={() => post('rollback', 'Rollback', 'Rolling back to the last template that completed.')} disabled={busy || deleted || status.action === 'DELETE'} title="roll back to the last template that completed">Rollback</button>
+          <button type="button" onClick={() => setConfirm('cancel')} disabled={busy || !running || status.action === 'DELETE'}>Cancel…</button>
+          <button type="button" className="danger" onClick={() => setConfirm('delete')} disabled={busy || deleted}>Delete…</button>
+        </div>
+      )}
+      {pinned && <Link className="button" href={`/stacks/${stackId}`}>Open the live view</Link>}
+    </div>
+  )
+
+  const graphPane = (
+    <div className="graph-pane">
+      <div className="graph-caption">
+        <h2>
+          Traversal {shownTraversal ? <><code>{shortId(shownTraversal.id)}</code> {shownTraversal.action.toLowerCase()}</> : null}
+          {model?.end ? <small className="note"> · {model.end.outcome.toLowerCase()}{model.end.outcome === 'CANCELLED' ? ' (rows that ran kept their changes)' : ''}</small> : null}
+        </h2>
+        {live.events.length > 0 && (
+          <ReplayBar duration={duration} at={replayAt} playing={playing} speed={speed} onSeek={setReplayAt} onPlay={setPlaying} onSpeed={setSpeed} finished={Boolean(liveModel?.end) || pastTraversal} />
+        )}
+      </div>
+      {model && (
+        <GraphToolbar
+          query={query} onQuery={setQuery} filters={filters}
+          onToggleFilter={(f) => setFilters((s) => { const n = new Set(s); if (n.has(f)) n.delete(f); else n.add(f); return n })}
+          groupBy={grouping} onGroupBy={(g) => { setGroupBy(g); setExpanded(new Set()) }}
+          matches={highlight ? highlight.size : null} counts={countsLine(counts)} onZoom={onZoom}
+          onFocusMatches={() => highlight && graphRef.current?.fit([...highlight])}
+          focusable={{ blocked: counts.blocked ?? 0, failed: counts.failed ?? 0 }}
+          onFocusState={(s) => model && graphRef.current?.fit([...model.nodes.values()].filter((n) => n.state === s).map((n) => n.id))}
+        />
+      )}
+      {model && groups.length > 0 && <GroupList model={model} groups={groups} expanded={expanded} onToggle={toggleGroup} />}
+      {!model && <p className="empty">{live.traversals.length ? 'No traversal to show.' : 'This stack has not run a traversal yet.'}</p>}
+      <LiveGraph
+        handle={graphRef} model={model} version={version} dirty={dirty} groupBy={grouping} expanded={expanded}
+        onToggleGroup={toggleGroup}
+        highlight={highlight} critical={traversalRunning ? (estimate?.path ?? []) : []} selected={selected}
+        onSelect={(id) => inspect(id, null)} theme={theme} describe={describeId}
+      />
+      <Legend />
+    </div>
+  )
 
   return (
     <section className="stack-page">
-      <div className="toolbar">
-        <h1 data-testid="stack-name">{stack.name}</h1>
-        <StatusBadge action={stack.action} status={stack.status} />
-        {running && estimate && <ProgressBar done={estimate.done} total={estimate.total} label="traversal progress" />}
-        {running && estimate?.secondsLeft != null && <span className="note" data-testid="eta">about {fmtSeconds(estimate.secondsLeft)} left (critical path: {estimate.path.length} nodes)</span>}
-        <span className="spacer" />
-        <Link href="/">All stacks</Link>
-      </div>
-      {stack.statusReason && <p className="reason" data-testid="status-reason">{stack.statusReason}</p>}
+      {header}
+      {status.reason && !pinned && <p className="reason" data-testid="status-reason">{status.reason}</p>}
+      {pinned && shownTraversal && (
+        <p className="banner" data-testid="history-banner">
+          Traversal <code>{shortId(shownTraversal.id)}</code>: {shownTraversal.action.toLowerCase()} started by {shownTraversal.startedBy} at {new Date(shownTraversal.startedAt).toLocaleString()}
+          {shownTraversal.supersededBy ? (
+            <>, superseded by <Link href={`/stacks/${stackId}/traversals/${shownTraversal.supersededBy}`}>traversal <code>{shortId(shownTraversal.supersededBy)}</code></Link></>
+          ) : shownTraversal.outcome ? `, ${shownTraversal.outcome.toLowerCase()}${shownTraversal.outcomeReason ? ` (${shownTraversal.outcomeReason})` : ''}` : ', still running'}.
+        </p>
+      )}
+      <p ref={messageRef} tabIndex={-1} role={message?.kind === 'error' ? 'alert' : 'status'} className={`message ${message?.kind ?? ''}`} data-testid="message">{message?.text ?? ''}</p>
+      {!replaying && <SupersedeBanner stackId={stackId} blocked={blocked} traversals={live.traversals} onInspect={(id, from) => inspect(id, from)} />}
 
-      <div className="columns">
-        <div className="col-left">
-          <h2>Template</h2>
-          {source === null ? <p>Loading template…</p> : <TemplateEditor value={source} onChange={setSource} issues={allIssues} label="template" />}
-          <ValidationLine validation={validation} />
-          <ParametersForm parameters={validation.parameters} values={params} onChange={setParams} />
-          {running && <p className="note" data-testid="supersede-note">A traversal is running. Submitting now <strong>supersedes</strong> it: rows it still holds are handed over (retriggered) when their worker finishes, never replaced needlessly.</p>}
-          <div className="actions">
-            <button type="button" onClick={doPreview} disabled={busy || deleted}>Preview</button>
-            <button type="button" className="primary" onClick={submit} disabled={busy || deleted}>{running ? 'Submit (supersede)' : 'Submit update'}</button>
-            <button type="button" onClick={() => setConfirm('cancel')} disabled={busy || !running}>Cancel…</button>
-            <button type="button" className="danger" onClick={() => setConfirm('delete')} disabled={busy || deleted}>Delete…</button>
-          </div>
-          {confirm === 'cancel' && (
-            <div role="dialog" aria-label="cancel the running traversal" className="confirm">
-              <p>Cancel the running {stack.action.toLowerCase()}?</p>
-              <button type="button" onClick={() => cancel(true)}>Cancel and roll back</button>
-              <button type="button" onClick={() => cancel(false)}>Cancel without rollback</button>
-              <button type="button" className="link" onClick={() => setConfirm(null)}>Keep running</button>
-            </div>
-          )}
-          {confirm === 'delete' && (
-            <div role="dialog" aria-label="delete the stack" className="confirm">
-              <p>Delete <strong>{stack.name}</strong> and every resource in it{running ? ' (the running traversal is aborted)' : ''}?</p>
-              <button type="button" className="danger" onClick={remove}>Delete the stack</button>
-              <button type="button" className="link" onClick={() => setConfirm(null)}>Keep it</button>
-            </div>
-          )}
-          {message && <p role={message.kind === 'error' ? 'alert' : 'status'} className={message.kind} data-testid="message">{message.text}</p>}
-          {preview && <PreviewPanel preview={preview} />}
-        </div>
+      {editorShown ? (
+        <SplitPane label="resize the template editor" first={<div id="template-pane"><TemplatePanel stackId={stackId} running={running} disabled={deleted} busy={busy} run={run} /></div>} second={graphPane} />
+      ) : (
+        graphPane
+      )}
 
-        <div className="col-right">
-          <h2>Traversal {model ? <small><code>{model.traversalId.slice(0, 8)}</code> {live.traversals.find((t) => t.current)?.action ?? ''}</small> : null}</h2>
-          <ReplayBar events={live.traversalEvents} at={replayAt} onChange={setReplayAt} />
-          <div className="graph-row">
-            <LiveGraph model={model} version={live.version + (replayAt ?? 0)} rebuiltAt={live.rebuiltAt} critical={estimate?.path ?? []} selected={selected} onSelect={setSelected} />
-            {selectedNode && <NodePanel node={selectedNode} row={row} onClose={() => setSelected(null)} />}
-          </div>
-          <Legend />
-          {model && <ResourcesTable model={model} selected={selected} onSelect={setSelected} critical={critical} />}
-        </div>
-      </div>
-
-      <div className="tabs" role="tablist">
-        {(['events', 'traversals', 'outputs'] as Tab[]).map((t) => (
-          <button key={t} role="tab" aria-selected={tab === t} onClick={() => setTab(t)}>{t[0]!.toUpperCase() + t.slice(1)}</button>
+      <div className="tabs" role="tablist" aria-label="stack details">
+        {(['resources', 'events', 'traversals', 'outputs', ...(pinned ? (['template'] as Tab[]) : [])] as Tab[]).map((t) => (
+          <button key={t} id={`tab-${t}`} role="tab" type="button" aria-selected={tab === t} aria-controls={`panel-${t}`} onClick={() => setTab(t)}>{t[0]!.toUpperCase() + t.slice(1)}</button>
         ))}
       </div>
-      {tab === 'events' && <EventsTimeline events={live.recent} />}
-      {tab === 'traversals' && <TraversalHistory traversals={live.traversals} />}
-      {tab === 'outputs' && (
-        <dl className="outputs" data-testid="outputs">
-          {Object.entries(stack.outputs).map(([k, o]) => (
-            <div key={k}><dt>{k}</dt><dd>{o.error ? <span className="error">{o.error}</span> : <code>{JSON.stringify(o.value)}</code>}</dd></div>
-          ))}
-          {Object.keys(stack.outputs).length === 0 && <p>No outputs.</p>}
-        </dl>
-      )}
+      <div role="tabpanel" id={`panel-${tab}`} aria-labelledby={`tab-${tab}`} className="tab-panel">
+        {tab === 'resources' && model && (
+          <ResourcesTable model={model} version={version} only={highlight} selected={selected} onSelect={(id, from) => inspect(id, from)} critical={critical} workers={live.workers} describe={describe} />
+        )}
+        {tab === 'events' && <EventsTimeline events={replaying ? live.events.slice(0, replay.position) : live.events} workers={live.workers} />}
+        {tab === 'traversals' && <TraversalHistory stackId={stackId} traversals={live.traversals} shown={shownTraversal?.id ?? null} />}
+        {tab === 'outputs' && <Outputs stackId={stackId} version={live.stack.lastSeq} />}
+        {tab === 'template' && shownTraversal && <TraversalTemplate stackId={stackId} traversalId={shownTraversal.id} />}
+      </div>
       {deleted && <p><button type="button" onClick={() => router.push('/')}>Back to the stacks</button></p>}
+
+      {selectedNode && <NodePanel stackId={stackId} node={selectedNode} version={version} workers={live.workers} onClose={closePanel} />}
+      <ConfirmDialog open={confirm === 'cancel'} label="cancel the running traversal" onClose={() => setConfirm(null)}>
+        <h2>Cancel the running {status.action.toLowerCase()}?</h2>
+        <p>Rolling back returns every row to the last template that completed. Without rollback, running actions finish, nothing new starts, and rows keep what they have.</p>
+        <div className="actions">
+          <button type="button" onClick={() => cancel(true)} disabled={busy}>Cancel and roll back</button>
+          <button type="button" onClick={() => cancel(false)} disabled={busy}>Cancel without rollback</button>
+          <button type="button" className="link" onClick={() => setConfirm(null)} data-autofocus>Keep running</button>
+        </div>
+      </ConfirmDialog>
+      <ConfirmDialog open={confirm === 'delete'} label="delete the stack" onClose={() => setConfirm(null)}>
+        <h2>Delete {stack.name}?</h2>
+        <p>Every resource in it is deleted{running ? ', and the running traversal is aborted' : ''}.</p>
+        <div className="actions">
+          <button type="button" className="danger" onClick={remove} disabled={busy}>Delete the stack</button>
+          <button type="button" className="link" onClick={() => setConfirm(null)} data-autofocus>Keep it</button>
+        </div>
+      </ConfirmDialog>
     </section>
   )
 }

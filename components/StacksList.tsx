@@ -75,6 +75,7 @@ export function StacksList() {
       {error && <p role="alert" className="error">{error}</p>}
       {stacks && stacks.length === 0 && <p className="empty">No stacks{name || status ? ' match' : ' yet'}. <Link href="/stacks/new">Create one</Link>.</p>}
       {stacks && stacks.length > 0 && (
+        <div className="table-wrap" tabIndex={0} aria-label="stacks (scrollable)">
         <table className="grid" aria-label="stacks">
           <thead>
             <tr><th>Name</th><th>Status</th><th>Progress</th><th>Reason</th><th>Updated</th></tr>
@@ -92,6 +93,7 @@ export function StacksList() {
             ))}
           </tbody>
         </table>
+        </div>
       )}
     </section>
   )

@@ -5,13 +5,55 @@
  * listed under the editor, each a button that moves the cursor there).
  */
 import { yaml } from '@codemirror/lang-yaml'
+import { HighlightStyle, syntaxHighlighting } from '@codemirror/language'
 import { lintGutter, setDiagnostics, type Diagnostic } from '@codemirror/lint'
-import { EditorState } from '@codemirror/state'
+import { Compartment, EditorState } from '@codemirror/state'
 import { EditorView } from '@codemirror/view'
+import { tags as t } from '@lezer/highlight'
 import { basicSetup } from 'codemirror'
 import { useEffect, useRef } from 'react'
 import type { ApiIssue } from './api'
+import type { Theme } from './graph-style'
+import { useTheme } from './theme'
 import type { Validation } from './use-validation'
+
+/** Syntax colours with a contrast of at least 4.5:1 on the editor's background, in each theme. */
+const HIGHLIGHT: Record<Theme, HighlightStyle> = {
+  light: HighlightStyle.define([
+    { tag: [t.propertyName, t.definition(t.propertyName)], color: '#1e40af' },
+    { tag: [t.string, t.special(t.string), t.content], color: '#166534' },
+    { tag: t.number, color: '#9a3412' },
+    { tag: [t.keyword, t.bool, t.null, t.atom], color: '#6b21a8' },
+    { tag: t.comment, color: '#4b5563', fontStyle: 'italic' },
+    { tag: [t.meta, t.punctuation, t.separator, t.brace, t.squareBracket], color: '#374151' },
+  ]),
+  dark: HighlightStyle.define([
+    { tag: [t.propertyName, t.definition(t.propertyName)], color: '#93c5fd' },
+    { tag: [t.string, t.special(t.string), t.content], color: '#86efac' },
+    { tag: t.number, color: '#fdba74' },
+    { tag: [t.keyword, t.bool, t.null, t.atom], color: '#d8b4fe' },
+    { tag: t.comment, color: '#a3aab8', fontStyle: 'italic' },
+    { tag: [t.meta, t.punctuation, t.separator, t.brace, t.squareBracket], color: '#cbd5e1' },
+  ]),
+}
+
+const CHROME: Record<Theme, ReturnType<typeof EditorView.theme>> = {
+  light: EditorView.theme({ '.cm-gutters': { color: '#4b5563' }, '.cm-activeLineGutter': { color: '#111827' } }),
+  dark: EditorView.theme(
+    {
+      '&': { backgroundColor: '#0f172a', color: '#e5e7eb' },
+      '.cm-content': { caretColor: '#e5e7eb' },
+      '.cm-cursor, .cm-dropCursor': { borderLeftColor: '#e5e7eb' },
+      '.cm-gutters': { backgroundColor: '#111a2b', color: '#a3aab8', borderColor: '#2b3442' },
+      '.cm-activeLine': { backgroundColor: '#1e293b' },
+      '.cm-activeLineGutter': { backgroundColor: '#1e293b', color: '#e5e7eb' },
+      '&.cm-focused .cm-selectionBackground, .cm-selectionBackground, .cm-content ::selection': { backgroundColor: '#334155' },
+    },
+    { dark: true },
+  ),
+}
+
+const looks = (theme: Theme) => [CHROME[theme], syntaxHighlighting(HIGHLIGHT[theme])]
 
 function toDiagnostics(state: EditorState, issues: ApiIssue[]): Diagnostic[] {
   const doc = state.doc
@@ -27,6 +69,8 @@ export function TemplateEditor({ value, onChange, issues, label }: { value: stri
   const view = useRef<EditorView | null>(null)
   const changeRef = useRef(onChange)
   changeRef.current = onChange
+  const theme = useTheme()
+  const look = useRef(new Compartment())
 
   useEffect(() => {
     if (!host.current) return
@@ -39,15 +83,23 @@ export function TemplateEditor({ value, onChange, issues, label }: { value: stri
           yaml(),
           lintGutter(),
           EditorView.contentAttributes.of({ 'aria-label': label }),
+          look.current.of(looks(theme)),
           EditorView.updateListener.of((u) => u.docChanged && changeRef.current(u.state.doc.toString())),
         ],
       }),
     })
+    // The editor scrolls inside its own box: that box must be reachable from the keyboard too.
+    v.scrollDOM.tabIndex = 0
+    v.scrollDOM.setAttribute('aria-label', `${label} (scrollable)`)
     view.current = v
     return () => v.destroy()
     // the editor owns the text after mount; `value` changes from outside are applied below
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [])
+
+  useEffect(() => {
+    view.current?.dispatch({ effects: look.current.reconfigure(looks(theme)) })
+  }, [theme])
 
   useEffect(() => {
     const v = view.current

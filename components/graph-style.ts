@@ -1,9 +1,18 @@
 /**
- * How each node state is drawn. Colour is never the only cue: every state also
- * has its own shape, border style and an icon in the label (the legend shows
- * all three).
+ * How each node state is drawn, in the light and the dark theme. Colour is
+ * never the only cue: every state also has its own shape, border style and an
+ * icon in the label (the legend shows all three).
+ *
+ * The Cytoscape stylesheet styles nodes by class (`s-<state>`), so a state
+ * change is one class swap, and its level of detail is Cytoscape's own: a
+ * label whose text would be drawn smaller than `min-zoomed-font-size` is not
+ * drawn at all (the node's colour and shape still say its state, and the
+ * counts bar over the graph says how many are in each).
  */
+import type cytoscape from 'cytoscape'
 import type { DisplayNode, NodeState } from '../lib/ui/graph-model'
+
+export type Theme = 'light' | 'dark'
 
 export interface StateLook {
   icon: string
@@ -14,7 +23,7 @@ export interface StateLook {
 }
 
 export const LOOKS: Record<NodeState, StateLook> = {
-  'not-started': { icon: '○', color: '#f3f4f6', border: '#9ca3af', borderStyle: 'dashed', shape: 'round-rectangle' },
+  'not-started': { icon: '○', color: '#f3f4f6', border: '#6b7280', borderStyle: 'dashed', shape: 'round-rectangle' },
   waiting: { icon: '◔', color: '#fef9c3', border: '#a16207', borderStyle: 'dotted', shape: 'round-rectangle' },
   ready: { icon: '◎', color: '#e0f2fe', border: '#0369a1', borderStyle: 'solid', shape: 'round-rectangle' },
   retriggered: { icon: '↻', color: '#ede9fe', border: '#6d28d9', borderStyle: 'double', shape: 'hexagon' },
@@ -25,7 +34,27 @@ export const LOOKS: Record<NodeState, StateLook> = {
   complete: { icon: '✓', color: '#dcfce7', border: '#15803d', borderStyle: 'solid', shape: 'round-rectangle' },
   deleted: { icon: '⌫', color: '#f5f5f4', border: '#78716c', borderStyle: 'dotted', shape: 'cut-rectangle' },
   failed: { icon: '✗', color: '#fee2e2', border: '#b91c1c', borderStyle: 'solid', shape: 'diamond' },
-  skipped: { icon: '–', color: '#fafafa', border: '#a8a29e', borderStyle: 'dotted', shape: 'rectangle' },
+  skipped: { icon: '–', color: '#fafafa', border: '#78716c', borderStyle: 'dotted', shape: 'rectangle' },
+}
+
+/** Dark theme fills and borders (same shapes, icons and border styles). */
+const DARK: Record<NodeState, { color: string; border: string }> = {
+  'not-started': { color: '#1f2937', border: '#9ca3af' },
+  waiting: { color: '#3f3a12', border: '#facc15' },
+  ready: { color: '#0c3a52', border: '#38bdf8' },
+  retriggered: { color: '#33245a', border: '#a78bfa' },
+  running: { color: '#1e3a8a', border: '#93c5fd' },
+  blocked: { color: '#4a2410', border: '#fb923c' },
+  replaced: { color: '#2d3340', border: '#9ca3af' },
+  deleting: { color: '#4a1630', border: '#f472b6' },
+  complete: { color: '#14391f', border: '#4ade80' },
+  deleted: { color: '#292524', border: '#a8a29e' },
+  failed: { color: '#4c1414', border: '#f87171' },
+  skipped: { color: '#262626', border: '#a8a29e' },
+}
+
+export function lookOf(state: NodeState, theme: Theme): StateLook {
+  return theme === 'dark' ? { ...LOOKS[state], ...DARK[state] } : LOOKS[state]
 }
 
 export function stateText(n: DisplayNode): string {
@@ -48,4 +77,60 @@ export function stateText(n: DisplayNode): string {
 export function nodeLabel(n: DisplayNode): string {
   const marks = [n.retriggered && n.state !== 'retriggered' ? '↻' : '', n.wasBlocked && n.state !== 'blocked' ? '‖' : ''].join('')
   return `${LOOKS[n.state].icon} ${n.name}${marks ? ' ' + marks : ''}\n${stateText(n)}`
+}
+
+/** "✓ 412  ▶ 12  ○ 546": a group's (or the whole graph's) members by state, busiest first. */
+export function countsLine(counts: Partial<Record<NodeState, number>>): string {
+  const order: NodeState[] = ['failed', 'blocked', 'running', 'deleting', 'retriggered', 'ready', 'waiting', 'not-started', 'replaced', 'complete', 'deleted', 'skipped']
+  return order.filter((s) => counts[s]).map((s) => `${LOOKS[s].icon} ${counts[s]}`).join('  ')
+}
+
+export const NODE_SIZE = { w: 150, h: 44 }
+
+export function stylesheet(theme: Theme, big: boolean): cytoscape.StylesheetJson {
+  const fg = theme === 'dark' ? '#e5e7eb' : '#111827'
+  const line = theme === 'dark' ? '#64748b' : '#94a3b8'
+  const states = (Object.keys(LOOKS) as NodeState[]).map((s) => {
+    const l = lookOf(s, theme)
+    return { selector: `.s-${s}`, style: { 'background-color': l.color, 'border-color': l.border, 'border-style': l.borderStyle, shape: l.shape } }
+  })
+  return [
+    {
+      selector: 'node',
+      style: {
+        label: 'data(label)', 'text-wrap': 'wrap', 'text-valign': 'center', 'text-halign': 'center', 'font-size': 11, color: fg,
+        'font-family': 'system-ui, sans-serif', width: NODE_SIZE.w, height: NODE_SIZE.h, 'border-width': 2, 'min-zoomed-font-size': 7,
+        'text-max-width': `${NODE_SIZE.w - 8}px`,
+      } as never,
+    },
+    ...states,
+    // the critical path: its edges in amber, its nodes' borders thicker (their colour still says their state)
+    { selector: 'node.crit', style: { 'border-width': 4 } },
+    { selector: 'node.s-running, node.s-deleting', style: { 'border-width': 5 } },
+    { selector: 'node.group', style: { width: 260, height: 72, 'font-size': 15, 'font-weight': 'bold', 'min-zoomed-font-size': 4, 'border-width': 3, shape: 'round-rectangle', 'text-max-width': '250px' } as never },
+    {
+      selector: 'node.box',
+      style: {
+        'background-opacity': theme === 'dark' ? 0.25 : 0.35, 'background-color': theme === 'dark' ? '#334155' : '#e2e8f0', 'border-color': line, 'border-style': 'solid', 'border-width': 1,
+        shape: 'round-rectangle', 'text-valign': 'top', 'text-halign': 'center', 'font-size': 14, 'font-weight': 'bold', 'min-zoomed-font-size': 4, padding: '24px',
+      } as never,
+    },
+    { selector: 'node.dim', style: { opacity: 0.2 } },
+    { selector: 'node.match', style: { 'overlay-color': '#f59e0b', 'overlay-opacity': 0.25, 'overlay-padding': 6 } },
+    { selector: 'node.sel', style: { 'overlay-color': '#2563eb', 'overlay-opacity': 0.25, 'overlay-padding': 8 } },
+    {
+      selector: 'edge',
+      style: big
+        ? { width: 1, 'line-color': line, 'curve-style': 'haystack', 'haystack-radius': 0, opacity: 0.6 }
+        : { width: 1.5, 'line-color': line, 'target-arrow-color': line, 'target-arrow-shape': 'triangle', 'curve-style': 'straight', 'arrow-scale': 0.8 },
+    },
+    { selector: 'edge.far', style: { display: 'none' } },
+    // the critical path stays drawn at every zoom, edges hidden or not
+    { selector: 'edge.crit', style: { display: 'element', width: 3.5, 'line-color': '#f59e0b', 'target-arrow-color': '#f59e0b', opacity: 1 } },
+    { selector: 'edge.dim', style: { opacity: 0.1 } },
+    {
+      selector: 'edge.replaces',
+      style: { 'line-style': 'dashed', 'line-color': theme === 'dark' ? '#cbd5e1' : '#4b5563', 'target-arrow-shape': 'chevron', 'target-arrow-color': theme === 'dark' ? '#cbd5e1' : '#4b5563', 'curve-style': 'straight', width: 2 },
+    },
+  ] as cytoscape.StylesheetJson
 }

@@ -2,228 +2,374 @@
 /**
  * Everything the stack page shows, kept live.
  *
- * The database is the truth: on mount, on every (re)connect, on a gap in the
- * event sequence and when a new traversal starts, the page refetches over
- * REST (stack, resources, traversals, the current traversal's graph and all
- * its events) and folds the events into the graph model. Between refetches,
- * Socket.IO events are queued and applied once per animation frame, so a
- * 1,000-node traversal costs one render per frame, not one per event.
+ * Loaded once: the stack, its traversals, the shown traversal's graph, row
+ * types and events (folded into the graph model), the workers' names. Then the
+ * Socket.IO stream carries every change: events are folded into the model
+ * incrementally, at most once per animation frame (every 100 ms for a big
+ * graph); a step that took long, or frames that come late, make the next step
+ * wait longer (up to 400 ms), so a burst merges into fewer, larger steps
+ * (intermediate states are never drawn) instead of queueing frames. The
+ * status badge follows the same stream, so it never runs ahead of the graph.
+ *
+ * REST is asked again only for what events do not carry: a new traversal's
+ * graph, the events of a gap in the sequence (after a reconnect), the
+ * stack's summary when a traversal ends, a worker's name; after a
+ * `stack:resync` (steps lost in a database crash) everything is loaded again.
+ *
+ * `pinned` (the history view) shows that traversal and never moves on.
  */
 import { useCallback, useEffect, useRef, useState } from 'react'
-import { applyEvents, initialModel, type EventRow, type GraphElements, type GraphModel, type ResourceRow } from '../lib/ui/graph-model'
-import { api, ApiError } from './api'
+import { flushSync } from 'react-dom'
+import { applyEvents, initialModel, type EventRow, type GraphElements, type GraphModel } from '../lib/ui/graph-model'
+import { ApiError } from './api'
+import { probeMark } from './perf-probe'
 import { getSocket } from './socket'
+import { fetchEvents, fetchGraph, fetchStack, fetchTraversal, fetchTraversals, fetchWorkers, typesById, workerIds, type StackShow, type TraversalMeta, type TraversalRow } from './stack-api'
 
-export interface StackShow {
-  id: string
-  name: string
+export type { StackShow, TraversalRow, TraversalMeta }
+
+/** The stack's status as of the last event applied. */
+export interface LiveStatus {
   action: string
   status: string
-  statusReason: string
-  currentTraversalId: string | null
-  /** seq of the stack's latest event */
-  lastSeq: number
-  createdAt: string
-  updatedAt: string | null
-  disableRollback: boolean
-  timeoutMins: number
-  parameters: Record<string, unknown>
-  outputs: Record<string, { value: unknown; description?: string; error?: string }>
-  progress: { total: number; done: number; running: number; blocked: number; failed: number } | null
-}
-
-export interface TraversalRow {
-  id: string
-  action: string
-  startedBy: string
-  startedAt: string
-  endedAt: string | null
-  outcome: string | null
-  outcomeReason: string
-  supersededBy: string | null
-  failureReason: string | null
-  nodeCount: number
-  current: boolean
+  reason: string
+  /** FAILED because a user cancelled it */
+  cancelled: boolean
+  seq: number
 }
 
 export interface StackLive {
-  loading: boolean
-  notFound: boolean
+  phase: 'loading' | 'ready' | 'not-found' | 'error'
   error: string | null
   stack: StackShow | null
-  resources: ResourceRow[]
+  status: LiveStatus | null
   traversals: TraversalRow[]
+  traversal: TraversalMeta | null
   model: GraphModel | null
-  /** the current traversal's graph and events, for replay */
   graph: GraphElements | null
-  traversalEvents: EventRow[]
-  /** the most recent events of the stack (newest last), for the timeline */
-  recent: EventRow[]
+  types: ReadonlyMap<number, string>
+  /** the shown traversal's events, in seq order (replay, timeline) */
+  events: EventRow[]
+  workers: ReadonlyMap<string, string>
   /** bumps whenever the model changed */
   version: number
-  /** true when the model was rebuilt (new traversal): the graph lays out again */
-  rebuiltAt: number
+  /** node ids changed since the graph last drew them (the graph empties it) */
+  dirty: Set<string>
+  /** how far behind the engine the page is (ms), 0 when keeping up */
+  behindMs: number
   refresh: () => void
 }
 
-const RECENT = 300
-
-/** The stack, all its resource rows and its traversals: what the page shows beside the events. */
-async function fetchStack(stackId: string): Promise<{ stack: StackShow; resources: ResourceRow[]; traversals: TraversalRow[] }> {
-  const [s, r, t] = await Promise.all([
-    api<{ stack: StackShow }>('GET', `/api/stacks/${stackId}`),
-    api<{ resources: ResourceRow[] }>('GET', `/api/stacks/${stackId}/resources?all=1`),
-    api<{ traversals: TraversalRow[] }>('GET', `/api/stacks/${stackId}/traversals`),
-  ])
-  return { stack: s.stack, resources: r.resources, traversals: t.traversals }
+interface Live {
+  /** stack seq up to which the stream has been processed; null before the first load */
+  cursor: number | null
+  queue: EventRow[]
+  /** loading, switching traversal or filling a gap: the queue waits */
+  held: boolean
+  model: GraphModel | null
+  graph: GraphElements | null
+  traversal: TraversalMeta | null
+  types: Map<number, string>
+  events: EventRow[]
+  status: LiveStatus | null
+  stack: StackShow | null
+  traversals: TraversalRow[]
+  workers: Map<string, string>
+  dirty: Set<string>
+  behindMs: number
+  frame: number
+  timer: ReturnType<typeof setTimeout> | null
+  lastWorkersFetch: number
+  generation: number
+  /** when the last flush started (performance.now) */
+  lastFlush: number
+  /** how late animation frames come, smoothed (ms) */
+  frameLate: number
 }
 
-async function allEvents(stackId: string, traversalId: string): Promise<{ events: EventRow[]; lastSeq: number }> {
-  const out: EventRow[] = []
-  let after = 0
-  let lastSeq = 0
-  for (;;) {
-    const r = await api<{ events: EventRow[]; lastSeq: number }>('GET', `/api/stacks/${stackId}/events?traversal=${traversalId}&after=${after}&limit=1000`)
-    out.push(...r.events)
-    lastSeq = r.lastSeq
-    if (r.events.length < 1000) break
-    after = r.events.at(-1)!.seq
-  }
-  return { events: out, lastSeq }
-}
+const BEHIND_AFTER_MS = 1500
+const BIG_MODEL = 300
+const SPACING_MS = 100
+const MAX_SPACING_MS = 400
+const FRAME_MS = 17
 
-export function useStackLive(stackId: string): StackLive {
-  const [s, setS] = useState<StackLive>({
-    loading: true, notFound: false, error: null, stack: null, resources: [], traversals: [], model: null, graph: null,
-    traversalEvents: [], recent: [], version: 0, rebuiltAt: 0, refresh: () => {},
-  })
-  const live = useRef({ model: null as GraphModel | null, lastSeq: 0, traversalId: null as string | null, queue: [] as EventRow[], frame: 0, loading: false, again: false })
+const statusOf = (s: StackShow, cancelled: boolean): LiveStatus => ({ action: s.action, status: s.status, reason: s.statusReason, cancelled, seq: s.lastSeq })
 
-  const flushRef = useRef<() => void>(() => {})
-  const sideRef = useRef<() => void>(() => {})
-  const refetch = useCallback(async () => {
-    const l = live.current
-    if (l.loading) {
-      l.again = true
-      return
-    }
-    l.loading = true
+export function useStackLive(stackId: string, pinned: string | null = null): StackLive {
+  const L = useRef<Live>({
+    cursor: null, queue: [], held: true, model: null, graph: null, traversal: null, types: new Map(), events: [], status: null, stack: null,
+    traversals: [], workers: new Map(), dirty: new Set(), behindMs: 0, frame: 0, timer: null, lastWorkersFetch: 0, generation: 0, lastFlush: 0, frameLate: 0,
+  }).current
+  const [version, setVersion] = useState(0)
+  const [phase, setPhase] = useState<{ phase: StackLive['phase']; error: string | null }>({ phase: 'loading', error: null })
+  const bump = useCallback((sync: boolean) => (sync ? flushSync(() => setVersion((v) => v + 1)) : setVersion((v) => v + 1)), [])
+
+  const fail = useCallback((err: unknown) => {
+    if (err instanceof ApiError && err.status === 404) setPhase({ phase: 'not-found', error: null })
+    else setPhase({ phase: 'error', error: (err as Error).message })
+  }, [])
+
+  /** The stack's summary and traversal list (when a traversal starts or ends). */
+  const refreshMeta = useCallback(async () => {
     try {
-      const { stack, resources, traversals } = await fetchStack(stackId)
-      // The timeline first, then the traversal's events: every event up to the last seq seen is in the model.
-      const recent = await api<{ events: EventRow[]; lastSeq: number }>('GET', `/api/stacks/${stackId}/events?after=${Math.max(0, stack.lastSeq - RECENT)}&limit=${RECENT}`)
-      let lastSeq = Math.max(recent.lastSeq, recent.events.at(-1)?.seq ?? 0)
-      let model: GraphModel | null = null
-      let graph: GraphElements | null = null
-      let traversalEvents: EventRow[] = []
-      if (stack.currentTraversalId) {
-        const g = await api<{ elements: GraphElements }>('GET', `/api/stacks/${stackId}/traversals/${stack.currentTraversalId}/graph`)
-        graph = g.elements
-        const ev = await allEvents(stackId, stack.currentTraversalId)
-        traversalEvents = ev.events
-        lastSeq = Math.max(lastSeq, ev.lastSeq, ev.events.at(-1)?.seq ?? 0)
-        const rows = new Map(resources.map((r) => [r.id, r]))
-        model = initialModel(stack.currentTraversalId, graph, resources)
-        applyEvents(model, traversalEvents, rows)
-        model.lastSeq = Math.max(model.lastSeq, lastSeq)
-      }
-      // Events newer than the stack snapshot were folded in: the stack's status and locks may be newer too.
-      if (lastSeq > stack.lastSeq) sideRef.current()
-      const rebuilt = l.traversalId !== stack.currentTraversalId || !l.model
-      l.model = model
-      l.lastSeq = lastSeq
-      l.traversalId = stack.currentTraversalId
-      l.queue = l.queue.filter((e) => e.seq > lastSeq)
-      setS((p) => ({
-        ...p, loading: false, notFound: false, error: null, stack, resources, traversals,
-        model, graph, traversalEvents, recent: recent.events, version: p.version + 1,
-        rebuiltAt: rebuilt ? Date.now() : p.rebuiltAt,
-      }))
+      const [stack, traversals] = await Promise.all([fetchStack(stackId), fetchTraversals(stackId)])
+      L.stack = stack
+      L.traversals = traversals
+      bump(false)
+    } catch {
+      /* the next event or reconnect tries again */
+    }
+  }, [stackId, L, bump])
+
+  /** Names for workers the events name that the page does not know yet (at most one request per 5 s). */
+  const noteWorkers = useCallback((events: EventRow[]) => {
+    const unknown = workerIds(events).filter((id) => !L.workers.has(id))
+    if (!unknown.length || Date.now() - L.lastWorkersFetch < 5000) return
+    L.lastWorkersFetch = Date.now()
+    fetchWorkers(stackId, unknown).then((w) => {
+      if (!w.size) return
+      L.workers = new Map([...L.workers, ...w])
+      bump(false)
+    }, () => {})
+  }, [stackId, L, bump])
+
+  // Declared below; referenced through refs so the callbacks stay stable.
+  const flushRef = useRef<() => void>(() => {})
+  const schedule = useCallback((delayMs = 0) => {
+    if (L.frame || L.timer) return
+    // A big graph is redrawn at most every SPACING_MS: each redraw repaints every node, and the
+    // events of the interval are merged into one step (intermediate states are never drawn).
+    // When frames come late (the main thread is busy), steps are spaced further, up to MAX_SPACING_MS.
+    const spacing = Math.min(MAX_SPACING_MS, ((L.model?.nodes.size ?? 0) > BIG_MODEL ? SPACING_MS : 0) + 2 * L.frameLate)
+    delayMs = Math.max(delayMs, spacing - (performance.now() - L.lastFlush))
+    const go = () => {
+      L.timer = null
+      const asked = performance.now()
+      L.frame = requestAnimationFrame(() => {
+        L.frame = 0
+        // How late this frame came, smoothed: what the page's drawing and everything else on the machine cost.
+        const late = Math.max(0, performance.now() - asked - FRAME_MS)
+        L.frameLate = L.frameLate * 0.7 + late * 0.3
+        flushRef.current()
+      })
+    }
+    if (delayMs > 0) L.timer = setTimeout(go, delayMs)
+    else go()
+  }, [L])
+
+  /** Show traversal `tid` (graph and types fetched), folding `events` (its events up to `lastSeq`) in. */
+  const showTraversal = useCallback((tid: string, meta: TraversalMeta, graph: GraphElements, events: EventRow[], lastSeq: number) => {
+    const types = typesById(meta)
+    const model = initialModel(tid, graph, types)
+    applyEvents(model, events, types)
+    model.lastSeq = Math.max(model.lastSeq, lastSeq)
+    Object.assign(L, { model, graph, traversal: meta, types, events: events.filter((e) => e.traversalId === tid) })
+    L.dirty = new Set(model.nodes.keys())
+  }, [L])
+
+  /**
+   * Everything, from the start. The stream is then processed from the stack
+   * snapshot's seq: events up to the traversal's snapshot only move the badge
+   * (or announce a newer traversal); anything the room did not deliver since
+   * is a gap, fetched like any other.
+   */
+  const load = useCallback(async () => {
+    const gen = ++L.generation
+    L.held = true
+    try {
+      probeMark('load')
+      const [stack, traversals] = await Promise.all([fetchStack(stackId), fetchTraversals(stackId)])
+      probeMark('stack')
+      if (gen !== L.generation) return
+      Object.assign(L, { stack, traversals, workers: new Map(), lastWorkersFetch: 0 })
+      const tid = pinned ?? stack.currentTraversalId ?? traversals[0]?.id ?? null
+      L.status = statusOf(stack, stack.status === 'FAILED' && traversals.find((t) => t.id === tid)?.outcome === 'CANCELLED')
+      if (tid) {
+        const [meta, graph, ev] = await Promise.all([
+          fetchTraversal(stackId, tid).finally(() => probeMark('traversal')),
+          fetchGraph(stackId, tid).finally(() => probeMark('graph')),
+          fetchEvents(stackId, { after: 0, traversal: tid }).finally(() => probeMark('events')),
+        ])
+        if (gen !== L.generation) return
+        for (const e of ev.events) noteStatus(L, e)
+        showTraversal(tid, meta, graph, ev.events, ev.lastSeq)
+        probeMark('folded')
+        noteWorkers(ev.events)
+      } else Object.assign(L, { model: null, graph: null, traversal: null, events: [] })
+      L.cursor = stack.lastSeq
+      L.held = false
+      setPhase({ phase: 'ready', error: null })
+      bump(false)
+      schedule()
     } catch (err) {
-      if (err instanceof ApiError && err.status === 404) setS((p) => ({ ...p, loading: false, notFound: true }))
-      else setS((p) => ({ ...p, loading: false, error: (err as Error).message }))
+      if (gen === L.generation) fail(err)
+    }
+  }, [stackId, pinned, L, showTraversal, noteWorkers, bump, schedule, fail])
+
+  /** Events after the cursor that the stream did not deliver (a reconnect, a gap). */
+  const fillGap = useCallback(async () => {
+    const gen = L.generation
+    L.held = true
+    try {
+      const ev = await fetchEvents(stackId, { after: L.cursor! })
+      if (gen !== L.generation) return
+      const have = new Set(L.queue.map((e) => e.seq))
+      L.queue.push(...ev.events.filter((e) => !have.has(e.seq)))
+    } catch {
+      /* retried on the next event or reconnect */
     } finally {
-      l.loading = false
-      if (l.again) {
-        l.again = false
-        void refetch()
-      } else if (l.queue.length && !l.frame) l.frame = requestAnimationFrame(() => flushRef.current())
-    }
-  }, [stackId])
-
-  // Side data that events do not carry fully (stack status/outputs, lock holders): refreshed at most every 700 ms.
-  const sideTimer = useRef<ReturnType<typeof setTimeout> | null>(null)
-  const refreshSide = useCallback(() => {
-    sideTimer.current ??= setTimeout(async () => {
-      sideTimer.current = null
-      try {
-        const side = await fetchStack(stackId)
-        if (side.stack.currentTraversalId !== live.current.traversalId) return void refetch()
-        setS((p) => ({ ...p, ...side }))
-      } catch {
-        /* the next event or reconnect refetches */
+      if (gen === L.generation) {
+        L.held = false
+        schedule()
       }
-    }, 700)
-  }, [stackId, refetch])
-  sideRef.current = refreshSide
-
-  const flush = useCallback(() => {
-    const l = live.current
-    l.frame = 0
-    // While a refetch runs, events wait in the queue (those it already covers are dropped after).
-    if (l.loading) return
-    const batch = l.queue.splice(0).filter((e) => e.seq > l.lastSeq).sort((a, b) => a.seq - b.seq)
-    if (!batch.length) return
-    // A gap, or a new traversal: the database is the truth.
-    if (batch[0]!.seq !== l.lastSeq + 1 || batch.some((e) => e.traversalId && e.traversalId !== l.traversalId && (e.kind === 'stack' || e.kind === 'traversal'))) {
-      void refetch()
-      return
     }
-    for (let i = 1; i < batch.length; i++) if (batch[i]!.seq !== batch[i - 1]!.seq + 1) return void refetch()
-    if (l.model) applyEvents(l.model, batch)
-    l.lastSeq = batch.at(-1)!.seq
-    const forTraversal = batch.filter((e) => e.traversalId === l.traversalId)
-    setS((p) => ({
-      ...p,
-      traversalEvents: forTraversal.length ? [...p.traversalEvents, ...forTraversal] : p.traversalEvents,
-      recent: [...p.recent, ...batch].slice(-RECENT),
-      version: p.version + 1,
-    }))
-    if (batch.some((e) => e.kind === 'stack' || e.kind === 'traversal' || e.kind === 'lock' || e.kind === 'resource')) refreshSide()
-  }, [refetch, refreshSide])
-  flushRef.current = flush
+  }, [stackId, L, schedule])
+
+  const switchTo = useCallback(async (tid: string) => {
+    const gen = L.generation
+    L.held = true
+    try {
+      const [meta, graph] = await Promise.all([fetchTraversal(stackId, tid), fetchGraph(stackId, tid)])
+      if (gen !== L.generation) return
+      showTraversal(tid, meta, graph, [], L.cursor!)
+      void refreshMeta()
+    } catch (err) {
+      fail(err)
+    } finally {
+      if (gen === L.generation) {
+        L.held = false
+        schedule()
+      }
+    }
+  }, [stackId, L, showTraversal, refreshMeta, schedule, fail])
+
+  flushRef.current = () => {
+    if (L.held || L.cursor === null) return
+    const started = performance.now()
+    L.lastFlush = started
+    L.queue.sort((a, b) => a.seq - b.seq)
+    const from = L.cursor
+    const mine: EventRow[] = []
+    let ended = false
+    let i = 0
+    for (; i < L.queue.length; i++) {
+      const e = L.queue[i]!
+      if (e.seq <= L.cursor) continue
+      if (e.seq !== L.cursor + 1) {
+        // A gap: the database is the truth.
+        L.queue = L.queue.slice(i)
+        fold(mine)
+        noteBehind()
+        void fillGap()
+        return
+      }
+      if (!pinned && e.kind === 'stack' && e.status === 'IN_PROGRESS' && e.traversalId && e.traversalId !== L.model?.traversalId) {
+        // A new traversal: its graph first; its events wait in the queue.
+        L.queue = L.queue.slice(i)
+        fold(mine)
+        noteStatus(L, e)
+        noteBehind()
+        void switchTo(e.traversalId)
+        return
+      }
+      L.cursor = e.seq
+      noteStatus(L, e)
+      if (e.traversalId && e.traversalId === L.model?.traversalId) {
+        mine.push(e)
+        if ((e.kind === 'stack' && e.status !== 'IN_PROGRESS') || (e.kind === 'traversal' && e.status === 'SUPERSEDED')) ended = true
+      }
+    }
+    L.queue = []
+    L.behindMs = 0
+    fold(mine)
+    if (mine.length === 0 && L.cursor !== from) bump(true)
+    if (ended) void refreshMeta()
+    const cost = performance.now() - started
+    // A long step makes the next one wait as long: the page keeps half the main thread for drawing and input.
+    if (L.queue.length) schedule(cost > 12 ? cost : 0)
+  }
+
+  /** Events wait (a gap being filled, a new traversal's graph loading): how long the oldest has waited. */
+  function noteBehind() {
+    const oldest = L.queue[0]
+    const behind = oldest ? Date.now() - Date.parse(oldest.at) : 0
+    const shown = L.behindMs
+    L.behindMs = behind > BEHIND_AFTER_MS ? behind : 0
+    if (Math.round(shown / 1000) !== Math.round(L.behindMs / 1000)) bump(false)
+  }
+
+  /** Folds the stream's events of the shown traversal into the model and redraws. */
+  function fold(all: EventRow[]) {
+    const m = L.model
+    // Events the load already folded in come through the stream again (they moved only the badge then).
+    const events = m ? all.filter((e) => e.seq > m.lastSeq) : []
+    if (!events.length || !m) return
+    const changed = applyEvents(m, events, L.types)
+    for (const id of changed) L.dirty.add(id)
+    L.events.push(...events)
+    noteWorkers(events)
+    bump(true)
+  }
 
   useEffect(() => {
     const socket = getSocket()
-    const l = live.current
+    // The room's ack says where it starts: anything between our position and that was not pushed.
     const subscribe = () =>
       socket.emit('stack:subscribe', stackId, (res) => {
-        if (!res.ok) setS((p) => ({ ...p, notFound: res.error === 'not found' ? true : p.notFound }))
-        void refetch()
+        if (!res.ok) {
+          if (res.error === 'not found') setPhase({ phase: 'not-found', error: null })
+        } else if (L.cursor !== null && !L.held && res.lastSeq > L.cursor) void fillGap()
       })
     const onEvents = (msg: { stackId: string; events: EventRow[] }) => {
       if (msg.stackId !== stackId) return
-      l.queue.push(...msg.events)
-      if (!l.frame) l.frame = requestAnimationFrame(flush)
+      L.queue.push(...msg.events)
+      if (L.held) noteBehind()
+      schedule()
     }
-    // Steps lost in a database crash: the numbers after `lastSeq` will be used again.
     const onResync = (msg: { stackId: string }) => {
-      if (msg.stackId === stackId) void refetch()
+      if (msg.stackId !== stackId) return
+      L.queue = []
+      void load()
     }
     socket.on('stack:events', onEvents as never)
     socket.on('stack:resync', onResync)
     socket.on('connect', subscribe)
     if (socket.connected) subscribe()
-    else void refetch()
+    void load()
     return () => {
+      L.generation++
       socket.off('stack:events', onEvents as never)
       socket.off('stack:resync', onResync)
       socket.off('connect', subscribe)
       socket.emit('stack:unsubscribe', stackId)
-      if (l.frame) cancelAnimationFrame(l.frame)
-      if (sideTimer.current) clearTimeout(sideTimer.current)
+      if (L.frame) cancelAnimationFrame(L.frame)
+      if (L.timer) clearTimeout(L.timer)
+      L.frame = 0
+      L.timer = null
     }
-  }, [stackId, refetch, flush])
+  }, [stackId, L, load, fillGap, schedule])
 
-  return { ...s, refresh: () => void refetch() }
+  return {
+    ...phase,
+    stack: L.stack,
+    status: L.status,
+    traversals: L.traversals,
+    traversal: L.traversal,
+    model: L.model,
+    graph: L.graph,
+    types: L.types,
+    events: L.events,
+    workers: L.workers,
+    version,
+    dirty: L.dirty,
+    behindMs: L.behindMs,
+    refresh: () => void load(),
+  }
+}
+
+/** A stack event moves the badge (only forward: a snapshot may be newer than an event still queued). */
+function noteStatus(L: Live, e: EventRow) {
+  if (e.kind !== 'stack' || !e.action || !e.status) return
+  if (L.status && e.seq <= L.status.seq) return
+  L.status = { action: e.action, status: e.status, reason: e.reason, cancelled: e.status === 'FAILED' && e.data?.cancelled === true, seq: e.seq }
 }

@@ -11,7 +11,7 @@ export default function LoginPage() {
   return (
     <main className="login">
       <h1>Kiln</h1>
-      <p>Sign in with an API token. <code>npm start</code> prints the admin token on first start; <code>POST /api/tokens</code> makes more.</p>
+      <p>Sign in with an API token.</p>
       <form
         onSubmit={async (e) => {
           e.preventDefault()
@@ -29,7 +29,11 @@ export default function LoginPage() {
         }}
       >
         <label htmlFor="token">API token</label>
-        <input id="token" name="token" type="password" autoComplete="current-password" value={token} onChange={(e) => setToken(e.target.value)} required />
+        <input id="token" name="token" type="password" autoComplete="current-password" value={token} onChange={(e) => setToken(e.target.value)} required autoFocus aria-describedby="token-hint" />
+        <p id="token-hint" className="hint">
+          The first time Kiln starts, <code>npm start</code> prints an admin token in its terminal output, under “Log in with this admin token”.
+          Lost it? Set <code>KILN_ADMIN_TOKEN</code> before starting, or ask an admin for a token of your project.
+        </p>
         <button type="submit" disabled={busy || !token.trim()}>{busy ? 'Signing in…' : 'Sign in'}</button>
         {error && <p role="alert" className="error">{error}</p>}
       </form>

@@ -110,7 +110,12 @@ export function kilnRoutes(d: ApiDeps, router: Router<Principal>, signals: Signa
       const b = parse(CreateBody, await c.json())
       return accepted(await d.stacks.create(actorOf(c.principal), b), 201)
     })
-    .add('GET', '/api/stacks/:stack', async (c) => json({ stack: await d.reads.show(actorOf(c.principal), c.params.stack!) }))
+    .add('GET', '/api/stacks/:stack', async (c) => {
+      const outputs = c.url.searchParams.get('outputs')
+      if (outputs !== null && outputs !== '0' && outputs !== '1') throw new HttpError(400, 'invalid_query', 'outputs must be 0 or 1')
+      const actor = actorOf(c.principal)
+      return json({ stack: outputs === '0' ? await d.reads.showSummary(actor, c.params.stack!) : await d.reads.show(actor, c.params.stack!) })
+    })
     .add('PUT', '/api/stacks/:stack', async (c) => {
       const b = parse(UpdateBody, await c.json())
       if (!b.template && !b.existing) throw new ValidationError('give a template, or existing: true to reuse the current one (or use PATCH)')
@@ -133,19 +138,37 @@ export function kilnRoutes(d: ApiDeps, router: Router<Principal>, signals: Signa
       const body = parse(SignalBody, await c.json())
       return json({ signal: await signals.signal(signalFrom(c.principal), String(stack.id), c.params.resource!, body) })
     }, { signalToken: true })
+    .add('GET', '/api/stacks/:stack/resources/:resource', async (c) => {
+      const id = rowId(c.params.resource!)
+      const [row] = await d.reads.resources(actorOf(c.principal), c.params.stack!, { id })
+      if (!row) throw new HttpError(404, 'not_found', `resource row ${id} not found`)
+      return json({ resource: row })
+    })
+    .add('GET', '/api/stacks/:stack/workers', async (c) => {
+      const ids = (c.url.searchParams.get('ids') ?? '').split(',').filter(Boolean)
+      if (ids.length > MAX_WORKER_IDS) throw new HttpError(400, 'invalid_query', `ids: at most ${MAX_WORKER_IDS} worker ids`)
+      for (const id of ids) if (!UUID.test(id)) throw new HttpError(400, 'invalid_query', `ids: ${id.slice(0, 40)} is not a worker id`)
+      return json({ workers: await d.reads.workers(actorOf(c.principal), c.params.stack!, ids) })
+    })
     .add('GET', '/api/stacks/:stack/resources', async (c) => json({ resources: await d.reads.resources(actorOf(c.principal), c.params.stack!, { all: c.url.searchParams.get('all') === 'true' || c.url.searchParams.get('all') === '1' }) }))
     .add('GET', '/api/stacks/:stack/events', async (c) => {
       const q = c.url.searchParams
       return json(
         await d.reads.events(actorOf(c.principal), c.params.stack!, {
           after: intParam(q.get('after'), 0, 0, Number.MAX_SAFE_INTEGER, 'after'),
-          limit: intParam(q.get('limit'), 200, 1, 1000, 'limit'),
+          limit: intParam(q.get('limit'), 200, 1, 5000, 'limit'),
           ...(q.get('resource') ? { resource: q.get('resource')! } : {}),
           ...(q.get('traversal') ? { traversal: uuid(q.get('traversal')!, 'traversal') } : {}),
         }),
       )
     })
     .add('GET', '/api/stacks/:stack/traversals', async (c) => json({ traversals: await d.reads.traversals(actorOf(c.principal), c.params.stack!) }))
+    .add('GET', '/api/stacks/:stack/traversals/:traversal', async (c) => {
+      const t = c.params.traversal === 'current' ? 'current' : uuid(c.params.traversal!, 'traversal')
+      return json({ traversal: await d.reads.traversal(actorOf(c.principal), c.params.stack!, t) })
+    })
+    .add('GET', '/api/stacks/:stack/traversals/:traversal/template', async (c) =>
+      json(await d.reads.traversalTemplate(actorOf(c.principal), c.params.stack!, uuid(c.params.traversal!, 'traversal'))))
     .add('GET', '/api/stacks/:stack/traversals/:traversal/graph', async (c) => {
       const format = (c.url.searchParams.get('format') ?? 'json') as (typeof GRAPH_FORMATS)[number]
       if (!GRAPH_FORMATS.includes(format)) throw new HttpError(400, 'invalid_query', `format must be one of ${GRAPH_FORMATS.join(', ')}`)
@@ -155,6 +178,15 @@ export function kilnRoutes(d: ApiDeps, router: Router<Principal>, signals: Signa
     })
     .add('GET', '/api/stacks/:stack/template', async (c) => json(await d.reads.template(actorOf(c.principal), c.params.stack!)))
     .add('GET', '/api/stacks/:stack/outputs', async (c) => json({ outputs: await d.reads.outputs(actorOf(c.principal), c.params.stack!) }))
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+const MAX_WORKER_IDS = 100
+
+/** A resource row id in a path: anything else names no row. */
+function rowId(v: string): number {
+  if (!/^\d{1,10}$/.test(v) || Number(v) > 2 ** 31 - 1) throw new HttpError(404, 'not_found', `resource row ${v} not found`)
+  return Number(v)
 }
 
 function uuid(v: string, what: string): string {

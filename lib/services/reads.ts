@@ -207,6 +207,27 @@ export function createReadService(pool: pg.Pool, registry: Registry) {
     return redact(resolved, await stackSecrets(stack.id))
   }
 
+  /** A stack as shown, but for its outputs. Of its template, only the description and parameters are read (not the text, not every resource). */
+  async function details(s: Record<string, unknown>) {
+    const { rows } = await pool.query(`SELECT p.* FROM stack s ${PROGRESS_SQL} WHERE s.id = $1`, [s.id])
+    const { rows: [t] } = await pool.query(
+      `SELECT jsonb_build_object('description', template->'description', 'parameters', template->'parameters') AS template, parameters FROM raw_template WHERE id = $1`,
+      [s.raw_template_id],
+    )
+    const secrets = await stackSecrets(s.id)
+    return {
+      ...summary({ ...s, ...rows[0], status_reason: redact(String(s.status_reason), secrets) }),
+      projectId: String(s.project_id),
+      description: typeof t?.template?.description === 'string' ? (t.template.description as string) : '',
+      timeoutMins: Number(s.timeout_mins),
+      disableRollback: Boolean(s.disable_rollback),
+      templateId: (s.raw_template_id as string | null) ?? null,
+      parameters: maskedParameters(t),
+      deletedAt: iso(s.deleted_at),
+      lastSeq: Number(s.last_seq),
+    }
+  }
+
   return {
     stackRow,
 
@@ -242,22 +263,11 @@ export function createReadService(pool: pg.Pool, registry: Registry) {
 
     async show(actor: Actor, ref: string) {
       const s = await stackRow(actor, ref)
-      const { rows } = await pool.query(`SELECT p.* FROM stack s ${PROGRESS_SQL} WHERE s.id = $1`, [s.id])
-      const t = await templateOf((s.raw_template_id as string | null) ?? null)
-      const secrets = await stackSecrets(s.id)
-      return {
-        ...summary({ ...s, ...rows[0], status_reason: redact(String(s.status_reason), secrets) }),
-        projectId: String(s.project_id),
-        description: typeof t?.template?.description === 'string' ? (t.template.description as string) : '',
-        timeoutMins: Number(s.timeout_mins),
-        disableRollback: Boolean(s.disable_rollback),
-        templateId: (s.raw_template_id as string | null) ?? null,
-        parameters: maskedParameters(t),
-        outputs: await outputs(s),
-        deletedAt: iso(s.deleted_at),
-        lastSeq: Number(s.last_seq),
-      }
+      return { ...(await details(s)), outputs: await outputs(s) }
     },
+
+    /** The stack without its outputs (resolving them evaluates the template): what the live view asks for. */
+    showSummary: async (actor: Actor, ref: string) => details(await stackRow(actor, ref)),
 
     async template(actor: Actor, ref: string) {
       const s = await stackRow(actor, ref)
@@ -267,13 +277,14 @@ export function createReadService(pool: pg.Pool, registry: Registry) {
       return { source: String(t.source), template: t.template as Record<string, unknown>, environment: maskEnvironment(t, await stackSecrets(s.id)), parameters: maskedParameters(t) }
     },
 
-    async resources(actor: Actor, ref: string, opts: { all?: boolean } = {}) {
+    /** The stack's resource rows (`all`: deleted ones too; `id`: that row alone, deleted or not). */
+    async resources(actor: Actor, ref: string, opts: { all?: boolean; id?: number } = {}) {
       const s = await stackRow(actor, ref)
       const secrets = await stackSecrets(s.id)
       const { rows } = await pool.query(
         `SELECT r.*, CASE WHEN w.id IS NULL THEN NULL ELSE w.hostname || ':' || w.pid END AS worker_name FROM resource r LEFT JOIN worker w ON w.id = r.engine_id
-          WHERE r.stack_id = $1 ${opts.all ? '' : `AND NOT (r.action = 'DELETE' AND r.status = 'COMPLETE')`} ORDER BY r.name, r.id`,
-        [s.id],
+          WHERE r.stack_id = $1 ${opts.id !== undefined ? 'AND r.id = $2' : opts.all ? '' : `AND NOT (r.action = 'DELETE' AND r.status = 'COMPLETE')`} ORDER BY r.name, r.id`,
+        opts.id !== undefined ? [s.id, opts.id] : [s.id],
       )
       return rows.map((r) => ({
         id: Number(r.id),
@@ -371,6 +382,64 @@ export function createReadService(pool: pg.Pool, registry: Registry) {
     },
 
     outputs: async (actor: Actor, ref: string) => outputs(await stackRow(actor, ref)),
+
+    /**
+     * One traversal (its id, or `current`: the stack's, else its latest) and the
+     * resource type of every row of the stack by type, which the stored graph
+     * does not carry: what the live view and the history need beside the graph
+     * and the events.
+     */
+    async traversal(actor: Actor, ref: string, traversalId: string | 'current') {
+      const s = await stackRow(actor, ref)
+      const { rows } = await pool.query(
+        `SELECT id, action, raw_template_id, started_by, started_at, deadline, ended_at, outcome, outcome_reason, superseded_by_id, failure_reason, node_count
+           FROM traversal WHERE stack_id = $1 AND ${traversalId === 'current' ? 'id = coalesce($2::uuid, (SELECT id FROM traversal WHERE stack_id = $1 ORDER BY started_at DESC, id LIMIT 1))' : 'id = $2'}`,
+        [s.id, traversalId === 'current' ? s.current_traversal_id : traversalId],
+      )
+      const r = rows[0]
+      if (!r) throw new NotFoundError(`traversal ${traversalId} not found`)
+      const secrets = await stackSecrets(s.id)
+      const { rows: types } = await pool.query(`SELECT type, array_agg(id ORDER BY id) AS ids FROM resource WHERE stack_id = $1 GROUP BY type`, [s.id])
+      return {
+        id: String(r.id),
+        action: String(r.action),
+        templateId: String(r.raw_template_id),
+        startedBy: String(r.started_by),
+        startedAt: iso(r.started_at)!,
+        deadline: iso(r.deadline)!,
+        endedAt: iso(r.ended_at),
+        outcome: (r.outcome as string | null) ?? null,
+        outcomeReason: redact(String(r.outcome_reason), secrets),
+        supersededBy: (r.superseded_by_id as string | null) ?? null,
+        failureReason: redact((r.failure_reason as string | null) ?? null, secrets),
+        nodeCount: Number(r.node_count),
+        current: r.id === s.current_traversal_id,
+        stackLastSeq: Number(s.last_seq),
+        types: Object.fromEntries(types.map((t) => [String(t.type), (t.ids as (string | number)[]).map(Number)])) as Record<string, number[]>,
+      }
+    },
+
+    /** The template a traversal ran with: its text as written, environment and parameters (hidden ones masked). */
+    async traversalTemplate(actor: Actor, ref: string, traversalId: string) {
+      const s = await stackRow(actor, ref)
+      const { rows } = await pool.query('SELECT raw_template_id FROM traversal WHERE id = $1 AND stack_id = $2', [traversalId, s.id])
+      if (!rows[0]) throw new NotFoundError(`traversal ${traversalId} not found`)
+      const t = await templateOf(String(rows[0].raw_template_id))
+      if (!t) throw new NotFoundError('the traversal has no template')
+      return { source: String(t.source), environment: maskEnvironment(t, await stackSecrets(s.id)), parameters: maskedParameters(t) }
+    },
+
+    /**
+     * Names (`hostname:pid`) of the workers the stack's events name, by id: the
+     * page shows lock holders with them. Only ids asked for (from those events)
+     * are answered: what machines run the workers is not every member's
+     * business (the health details are an admin's).
+     */
+    async workers(actor: Actor, ref: string, ids: string[]) {
+      await stackRow(actor, ref)
+      const { rows } = await pool.query(`SELECT id, hostname, pid, state, stopped_at FROM worker WHERE id = ANY($1::uuid[])`, [ids])
+      return rows.map((w) => ({ id: String(w.id), name: `${w.hostname}:${w.pid}`, state: String(w.state), stoppedAt: iso(w.stopped_at) }))
+    },
   }
 }
 

@@ -1,8 +1,8 @@
 /**
  * What the stack page draws: one display node per resource row of a
  * traversal, folded from the stored graph plus the traversal's events in seq
- * order. Pure (no DOM, no I/O), so the live view, the replay slider and the
- * tests all use the same fold.
+ * order. Pure (no DOM, no I/O), so the live view, replay, the history view
+ * and the tests all use the same fold.
  *
  * The stored graph has a node per (graph key, update|cleanup). A graph key is
  * the row the traversal was planned with; when that row is replaced, the
@@ -37,27 +37,17 @@ export const NODE_STATES: { state: NodeState; label: string; explain: string }[]
   { state: 'complete', label: 'complete', explain: 'done in this traversal' },
   { state: 'deleted', label: 'deleted', explain: 'cleanup done: the row is gone' },
   { state: 'failed', label: 'failed', explain: 'the action failed (reason in the side panel)' },
-  { state: 'skipped', label: 'skipped', explain: 'not run because the traversal failed or was cancelled' },
+  { state: 'skipped', label: 'skipped', explain: 'never run: the traversal failed, was cancelled or was superseded first' },
 ]
+
+/** States in which a node still has work ahead of it in a running traversal. */
+export const PENDING_STATES: ReadonlySet<NodeState> = new Set(['not-started', 'waiting', 'ready', 'retriggered', 'blocked'])
+/** States in which a worker acts on the node now. */
+export const ACTIVE_STATES: ReadonlySet<NodeState> = new Set(['running', 'deleting'])
 
 export interface GraphElements {
   nodes: { data: { id: string; rid: number; kind: 'update' | 'cleanup'; name: string; state?: string; satisfied?: number; required?: number } }[]
   edges: { data: { id: string; source: string; target: string } }[]
-}
-
-export interface ResourceRow {
-  id: number
-  name: string
-  type: string
-  action: string
-  status: string
-  statusReason: string
-  physicalId: string | null
-  replaces: number | null
-  replacedBy: number | null
-  lock: { worker: string; workerName: string | null; traversalId: string | null; leaseExpiresAt: string | null } | null
-  properties?: Record<string, unknown> | null
-  attributes?: Record<string, unknown>
 }
 
 export interface EventRow {
@@ -73,6 +63,14 @@ export interface EventRow {
   at: string
 }
 
+export interface HistoryEntry {
+  seq: number
+  at: string
+  state: NodeState | null
+  /** the event, for describing it in plain words (lib/ui/event-text.ts) */
+  event: EventRow
+}
+
 export interface DisplayNode {
   id: string
   rowId: number
@@ -83,18 +81,27 @@ export interface DisplayNode {
   state: NodeState
   satisfied: number | null
   required: number | null
+  /** the worker (id) acting on the row now */
   worker: string | null
+  /** the worker (id) that acted on it last in this traversal */
+  lastWorker: string | null
   leaseExpiresAt: string | null
   blockedBy: string | null
+  /** the worker holding the row's lock for the older traversal, when blocked */
+  blockedHolder: string | null
   wasBlocked: boolean
   retriggered: boolean
   replaces: number | null
   replacedBy: number | null
-  reason: string
+  /** the row's own action and status, from its resource events */
+  rowAction: string | null
+  rowStatus: string | null
+  /** the latest event that changed the node (its reason in plain words: event-text.ts) */
+  last: EventRow | null
   progress: number | null
   startedAt: number | null
   endedAt: number | null
-  history: { seq: number; at: string; state: NodeState | null; reason: string }[]
+  history: HistoryEntry[]
 }
 
 export interface DisplayEdge {
@@ -106,29 +113,46 @@ export interface DisplayEdge {
   kind: 'depends' | 'replaces'
 }
 
+export type TraversalOutcome = 'COMPLETE' | 'FAILED' | 'CANCELLED' | 'SUPERSEDED'
+
+export interface TraversalEnd {
+  outcome: TraversalOutcome
+  reason: string
+  at: string
+  seq: number
+  supersededBy: string | null
+}
+
 export interface GraphModel {
   traversalId: string
   nodes: Map<string, DisplayNode>
   edges: DisplayEdge[]
   /** graph key (planned row id) + update flag -> display node now doing that key's work */
   keys: Map<string, string>
+  /** the last stack event seq folded in (events of other traversals move it too) */
   lastSeq: number
+  /** when the traversal's start event was folded in */
+  startedAt: number | null
+  /** how the traversal ended, once its events say so */
+  end: TraversalEnd | null
 }
 
-const nodeId = (rowId: number) => `r${rowId}`
+export const nodeId = (rowId: number) => `r${rowId}`
 const keyOf = (rid: number, update: boolean) => `${rid}:${update ? 'u' : 'c'}`
 
 function blankNode(rowId: number, name: string, type: string, kind: 'update' | 'cleanup'): DisplayNode {
   return {
     id: nodeId(rowId), rowId, name, type, kind, state: 'not-started', satisfied: null, required: null,
-    worker: null, leaseExpiresAt: null, blockedBy: null, wasBlocked: false, retriggered: false,
-    replaces: null, replacedBy: null, reason: '', progress: null, startedAt: null, endedAt: null, history: [],
+    worker: null, lastWorker: null, leaseExpiresAt: null, blockedBy: null, blockedHolder: null, wasBlocked: false, retriggered: false,
+    replaces: null, replacedBy: null, rowAction: null, rowStatus: null, last: null, progress: null, startedAt: null, endedAt: null, history: [],
   }
 }
 
-/** The structure of a traversal with every node not started (the replay starts here). */
-export function initialModel(traversalId: string, graph: GraphElements, rows: ResourceRow[]): GraphModel {
-  const rowById = new Map(rows.map((r) => [r.id, r]))
+/**
+ * The structure of a traversal with every node not started (replay starts
+ * here). `types` gives each row's resource type by row id.
+ */
+export function initialModel(traversalId: string, graph: GraphElements, types: ReadonlyMap<number, string> = new Map()): GraphModel {
   const hasUpdate = new Set(graph.nodes.filter((n) => n.data.kind === 'update').map((n) => n.data.rid))
   const nodes = new Map<string, DisplayNode>()
   const keys = new Map<string, string>()
@@ -136,7 +160,7 @@ export function initialModel(traversalId: string, graph: GraphElements, rows: Re
     const kind = data.kind === 'update' || !hasUpdate.has(data.rid) ? data.kind : null
     keys.set(keyOf(data.rid, data.kind === 'update'), nodeId(data.rid))
     if (!kind || nodes.has(nodeId(data.rid))) continue
-    const n = blankNode(data.rid, data.name, rowById.get(data.rid)?.type ?? '', kind)
+    const n = blankNode(data.rid, data.name, types.get(data.rid) ?? '', kind)
     n.required = data.required ?? null
     n.satisfied = data.required !== undefined ? 0 : null
     nodes.set(n.id, n)
@@ -160,7 +184,7 @@ export function initialModel(traversalId: string, graph: GraphElements, rows: Re
     seen.add(id)
     edges.push({ id, source: from, target: to, kind: 'depends' })
   }
-  return { traversalId, nodes, edges, keys, lastSeq: 0 }
+  return { traversalId, nodes, edges, keys, lastSeq: 0, startedAt: null, end: null }
 }
 
 const STATE_OF: Record<string, NodeState> = {
@@ -174,16 +198,50 @@ function setState(n: DisplayNode, s: NodeState, ev: EventRow) {
   n.state = s
 }
 
+function record(n: DisplayNode, ev: EventRow, state: NodeState | null) {
+  n.history.push({ seq: ev.seq, at: ev.at, state, event: ev })
+  n.last = ev
+}
+
+/** The traversal ended: nodes that never started will not run now (running ones still finish). */
+function endTraversal(m: GraphModel, end: TraversalEnd, changed: Set<string>) {
+  m.end = end
+  if (end.outcome === 'COMPLETE') return
+  const ev: EventRow = { seq: end.seq, traversalId: m.traversalId, kind: 'traversal', resourceId: null, resourceName: null, action: null, status: end.outcome, reason: end.reason, data: { skipped: end.outcome }, at: end.at }
+  for (const n of m.nodes.values()) {
+    if (!PENDING_STATES.has(n.state)) continue
+    setState(n, 'skipped', ev)
+    record(n, ev, 'skipped')
+    changed.add(n.id)
+  }
+}
+
+/** A stack or traversal event of this traversal that ends it, as a TraversalEnd (else null). */
+function endOf(ev: EventRow): TraversalEnd | null {
+  const d = ev.data ?? {}
+  if (ev.kind === 'traversal' && ev.status === 'SUPERSEDED')
+    return { outcome: 'SUPERSEDED', reason: ev.reason, at: ev.at, seq: ev.seq, supersededBy: typeof d.superseded_by === 'string' ? d.superseded_by : null }
+  if (ev.kind !== 'stack' || (ev.status !== 'COMPLETE' && ev.status !== 'FAILED')) return null
+  const outcome: TraversalOutcome = ev.status === 'COMPLETE' ? 'COMPLETE' : d.cancelled === true ? 'CANCELLED' : 'FAILED'
+  return { outcome, reason: ev.reason, at: ev.at, seq: ev.seq, supersededBy: null }
+}
+
 /**
  * Applies events (in seq order) to the model, in place. Returns the ids of the
  * display nodes that changed, so a view can restyle only those.
  */
-export function applyEvents(m: GraphModel, events: EventRow[], rows?: Map<number, ResourceRow>): Set<string> {
+export function applyEvents(m: GraphModel, events: EventRow[], types?: ReadonlyMap<number, string>): Set<string> {
   const changed = new Set<string>()
   for (const ev of events) {
     if (ev.seq <= m.lastSeq) continue
     m.lastSeq = ev.seq
     if (ev.traversalId !== m.traversalId) continue
+    if (ev.kind === 'stack' && ev.status === 'IN_PROGRESS') m.startedAt ??= Date.parse(ev.at)
+    const end = endOf(ev)
+    if (end) {
+      if (!m.end) endTraversal(m, end, changed)
+      continue
+    }
     const d = ev.data ?? {}
     if (typeof d.rid !== 'number' && ev.kind !== 'lock') continue
     const update = d.update !== false
@@ -192,50 +250,36 @@ export function applyEvents(m: GraphModel, events: EventRow[], rows?: Map<number
     let id = key ? m.keys.get(key) : undefined
     if (ev.resourceId !== null && m.nodes.has(nodeId(ev.resourceId)) && (ev.resourceId !== d.rid || !id)) id = nodeId(ev.resourceId)
     if (!id) continue
-    let n = m.nodes.get(id)
+    const n = m.nodes.get(id)
     if (!n) continue
+    if (ev.kind === 'resource' && ev.resourceId === n.rowId) {
+      n.rowAction = ev.action
+      n.rowStatus = ev.status
+    }
 
     if (typeof d.replaced_by === 'number') {
-      // The old row stays as its own node; the replacement is a new one taking over the key's update work.
-      setState(n, 'replaced', ev)
-      n.replacedBy = d.replaced_by
-      n.reason = ev.reason
-      n.worker = null
-      n.history.push({ seq: ev.seq, at: ev.at, state: 'replaced', reason: ev.reason })
+      replace(m, n, d.replaced_by, ev, key, types)
       changed.add(n.id)
-      const nn = blankNode(d.replaced_by, n.name, rows?.get(d.replaced_by)?.type ?? n.type, 'update')
-      nn.replaces = n.rowId
-      nn.state = 'ready'
-      nn.history.push({ seq: ev.seq, at: ev.at, state: 'ready', reason: `replaces #${n.rowId}` })
-      m.nodes.set(nn.id, nn)
-      for (const e of m.edges.filter((e) => e.kind === 'depends' && (e.source === n!.id || e.target === n!.id))) {
-        const copy = { ...e, source: e.source === n.id ? nn.id : e.source, target: e.target === n.id ? nn.id : e.target }
-        copy.id = `${copy.source}->${copy.target}`
-        if (!m.edges.some((x) => x.id === copy.id)) m.edges.push(copy)
-      }
-      m.edges.push({ id: `${n.id}=>${nn.id}`, source: n.id, target: nn.id, kind: 'replaces' })
-      if (key) m.keys.set(key, nn.id)
-      changed.add(nn.id)
+      changed.add(nodeId(d.replaced_by))
       continue
     }
 
     // A cleanup node of a row that stays (not replaced, still in the template) is a no-op: don't show it.
     if (!update && n.kind === 'update' && n.state !== 'replaced' && n.replacedBy === null) continue
 
-    let s: NodeState | null = typeof d.state === 'string' ? (STATE_OF[d.state] ?? null) : null
     if (ev.kind === 'lock' && d.lock === 'broken') {
-      n.reason = ev.reason
       n.worker = null
-      n.history.push({ seq: ev.seq, at: ev.at, state: null, reason: `lock broken: ${ev.reason}` })
+      record(n, ev, null)
       changed.add(n.id)
       continue
     }
     if (ev.kind === 'progress') {
       if (typeof d.fraction === 'number') n.progress = d.fraction
-      n.history.push({ seq: ev.seq, at: ev.at, state: null, reason: ev.reason })
+      record(n, ev, null)
       changed.add(n.id)
       continue
     }
+    let s: NodeState | null = typeof d.state === 'string' ? (STATE_OF[d.state] ?? null) : null
     if (s === null) continue
     if (s === 'ready' && d.retriggered === true) {
       s = 'retriggered'
@@ -249,89 +293,71 @@ export function applyEvents(m: GraphModel, events: EventRow[], rows?: Map<number
     if (s === 'blocked') {
       n.wasBlocked = true
       n.blockedBy = typeof d.blocked_by === 'string' ? d.blocked_by : null
+      n.blockedHolder = typeof d.holder === 'string' ? d.holder : null
     }
     if (typeof d.satisfied === 'number') n.satisfied = d.satisfied
     if (typeof d.required === 'number') n.required = d.required
     if (s === 'running' || s === 'deleting') {
-      n.worker = typeof d.worker === 'string' ? d.worker : null
-      n.leaseExpiresAt = typeof d.lease_expires_at === 'string' ? d.lease_expires_at : null
-    } else if (d.lock === 'released') n.worker = null
-    n.reason = ev.reason
-    // a row once replaced keeps that label until its cleanup starts
-    if (!(n.state === 'replaced' && (s === 'waiting' || s === 'ready'))) setState(n, s, ev)
-    n.history.push({ seq: ev.seq, at: ev.at, state: s, reason: ev.reason })
+      if (typeof d.worker === 'string') n.worker = n.lastWorker = d.worker
+      if (typeof d.lease_expires_at === 'string') n.leaseExpiresAt = d.lease_expires_at
+    } else if (d.lock === 'released' || s === 'complete' || s === 'deleted' || s === 'failed') n.worker = null
+    // a row once replaced keeps that label until its cleanup starts; a node the traversal's end skipped stays skipped
+    const keep = (n.state === 'replaced' && (s === 'waiting' || s === 'ready')) || (n.state === 'skipped' && PENDING_STATES.has(s))
+    if (!keep) setState(n, s, ev)
+    record(n, ev, s)
     changed.add(n.id)
   }
   return changed
 }
 
-/** Nodes in a finished-or-running state that count as done for progress. */
-export function isDone(s: NodeState): boolean {
-  return s === 'complete' || s === 'deleted' || s === 'skipped' || s === 'replaced'
+/** The old row stays as its own node; the replacement is a new one taking over the key's update work. */
+function replace(m: GraphModel, n: DisplayNode, newRow: number, ev: EventRow, key: string | null, types?: ReadonlyMap<number, string>) {
+  setState(n, 'replaced', ev)
+  n.replacedBy = newRow
+  n.worker = null
+  record(n, ev, 'replaced')
+  const nn = blankNode(newRow, n.name, types?.get(newRow) ?? n.type, 'update')
+  nn.replaces = n.rowId
+  nn.state = 'ready'
+  record(nn, ev, 'ready')
+  m.nodes.set(nn.id, nn)
+  const ids = new Set(m.edges.map((e) => e.id))
+  for (const e of m.edges.filter((e) => e.kind === 'depends' && (e.source === n.id || e.target === n.id))) {
+    const copy = { ...e, source: e.source === n.id ? nn.id : e.source, target: e.target === n.id ? nn.id : e.target }
+    copy.id = `${copy.source}->${copy.target}`
+    if (!ids.has(copy.id)) m.edges.push(copy)
+  }
+  m.edges.push({ id: `${n.id}=>${nn.id}`, source: n.id, target: nn.id, kind: 'replaces' })
+  if (key) m.keys.set(key, nn.id)
 }
 
-export interface PathEstimate {
-  /** display node ids on the longest remaining path, dependency first */
-  path: string[]
-  /** seconds the remaining path is expected to take */
-  secondsLeft: number | null
-  done: number
-  total: number
+/** Nodes that count as done for progress (a failed node is finished too). */
+export function isDone(s: NodeState): boolean {
+  return s === 'complete' || s === 'deleted' || s === 'skipped' || s === 'replaced' || s === 'failed'
+}
+
+/** How many nodes are in each state. */
+export function stateCounts(m: GraphModel): Partial<Record<NodeState, number>> {
+  const out: Partial<Record<NodeState, number>> = {}
+  for (const n of m.nodes.values()) out[n.state] = (out[n.state] ?? 0) + 1
+  return out
+}
+
+/** done / total for the progress bar: the same nodes the graph draws. */
+export function progressOf(m: GraphModel): { done: number; total: number } {
+  let done = 0
+  for (const n of m.nodes.values()) if (isDone(n.state)) done++
+  return { done, total: m.nodes.size }
 }
 
 /**
- * The critical path: the chain with the most remaining work, weighting
- * unfinished nodes by the mean duration of finished ones (finished nodes weigh
- * nothing). The estimate of time left is that path's weight, less the time the
- * running node on it has already spent.
+ * The model as of `untilMs` (epoch ms): the fold of the events up to that
+ * time. Replay by time and deep links (`?t=`) use it.
  */
-export function criticalPath(m: GraphModel, now: number): PathEstimate {
-  const durations: number[] = []
-  let done = 0
-  for (const n of m.nodes.values()) {
-    if (isDone(n.state) || n.state === 'failed') done++
-    if (n.startedAt !== null && n.endedAt !== null && n.endedAt >= n.startedAt) durations.push((n.endedAt - n.startedAt) / 1000)
-  }
-  const mean = durations.length ? durations.reduce((a, b) => a + b, 0) / durations.length : null
-  const weight = (n: DisplayNode) => {
-    if (isDone(n.state) || n.state === 'failed') return 0
-    const w = mean ?? 1
-    return n.state === 'running' && n.startedAt !== null ? Math.max(0, w - (now - n.startedAt) / 1000) : w
-  }
-  const preds = new Map<string, string[]>()
-  const succs = new Map<string, string[]>()
-  for (const e of m.edges) {
-    if (e.kind !== 'depends' || !m.nodes.has(e.source) || !m.nodes.has(e.target)) continue
-    ;(preds.get(e.target) ?? preds.set(e.target, []).get(e.target)!).push(e.source)
-    ;(succs.get(e.source) ?? succs.set(e.source, []).get(e.source)!).push(e.target)
-  }
-  // Kahn's order, then longest path by weight.
-  const indeg = new Map<string, number>()
-  for (const id of m.nodes.keys()) indeg.set(id, preds.get(id)?.length ?? 0)
-  const queue = [...m.nodes.keys()].filter((id) => indeg.get(id) === 0)
-  const best = new Map<string, { w: number; prev: string | null }>()
-  for (let i = 0; i < queue.length; i++) {
-    const id = queue[i]!
-    const n = m.nodes.get(id)!
-    let bw = 0
-    let prev: string | null = null
-    for (const p of preds.get(id) ?? []) {
-      const b = best.get(p)
-      if (b && b.w > bw) {
-        bw = b.w
-        prev = p
-      }
-    }
-    best.set(id, { w: bw + weight(n), prev })
-    for (const s of succs.get(id) ?? []) {
-      indeg.set(s, indeg.get(s)! - 1)
-      if (indeg.get(s) === 0) queue.push(s)
-    }
-  }
-  let end: string | null = null
-  let endW = 0
-  for (const [id, b] of best) if (b.w > endW) [end, endW] = [id, b.w]
-  const path: string[] = []
-  for (let cur = end; cur; cur = best.get(cur)?.prev ?? null) path.unshift(cur)
-  return { path, secondsLeft: mean === null && done === 0 ? null : endW, done, total: m.nodes.size }
+export function modelAt(traversalId: string, graph: GraphElements, types: ReadonlyMap<number, string>, events: EventRow[], untilMs: number): GraphModel {
+  const m = initialModel(traversalId, graph, types)
+  let i = 0
+  while (i < events.length && Date.parse(events[i]!.at) <= untilMs) i++
+  applyEvents(m, events.slice(0, i), types)
+  return m
 }

@@ -5,10 +5,15 @@
  * always in CI (KILN_REQUIRE_BROWSER=1), where its absence fails the run.
  *
  * One stack is walked through the whole life the issue describes: created from
- * the editor, watched running -> complete, updated while an update runs (a
- * node shown blocked, then retriggered), previewed and updated with a
- * replacement, cancelled with and without rollback, deleted. Screenshots of
- * the main states go to test-results/ui/.
+ * the editor, watched running -> complete and replayed by time, updated while
+ * an update runs (a node shown blocked with the supersede banner, then
+ * retriggered; the superseded traversal opened by deep link), previewed and
+ * updated with a replacement, cancelled with and without rollback (keyboard
+ * only: submit, cancel, inspect; the graph kept after the cancel), checked,
+ * rolled back, deleted. Beside it: a 1,000-resource traversal followed live,
+ * a 10,000-resource one in the grouped view, the pages at 390 px wide and in
+ * the dark theme, and axe-core on every page. Screenshots of the main states
+ * go to test-results/ui/.
  */
 import fs from 'node:fs'
 import path from 'node:path'
@@ -17,6 +22,7 @@ import { io as connect } from 'socket.io-client'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { env } from '../../lib/env'
 import { makeProject } from '../helpers/api-server'
+import { axeViolations } from '../helpers/axe'
 import { findChromium, launchChromium } from '../helpers/browser'
 import { TestCluster } from '../helpers/cluster'
 import { testDatabase, type TestDatabase } from '../helpers/db'
@@ -109,6 +115,28 @@ describe.runIf(chromiumPath !== null || env().KILN_REQUIRE_BROWSER)('UI in Chrom
     await expect.poll(() => content.evaluate((el) => (el as HTMLElement).innerText.replace(/\u00a0/g, ' ').trim())).toBe(text.trim())
   }
 
+  /** axe-core finds nothing on the page as it is now. */
+  async function accessible(what: string) {
+    expect({ page: what, violations: await axeViolations(page) }).toEqual({ page: what, violations: [] })
+  }
+
+  /** Presses Tab until the focused element is the one named (a keyboard user's path to it), at most `max` times. */
+  async function tabTo(name: string | RegExp, max = 120, p: Page = page) {
+    const matches = (n: string) => (typeof name === 'string' ? n === name : name.test(n))
+    for (let i = 0; i < max; i++) {
+      await p.keyboard.press('Tab')
+      const focused = await p.evaluate(() => {
+        const el = document.activeElement as HTMLElement | null
+        return el ? (el.getAttribute('aria-label') ?? el.innerText ?? '').trim() : ''
+      })
+      if (matches(focused)) return
+    }
+    throw new Error(`${String(name)} not reached with ${max} Tab presses`)
+  }
+  const focusedTestId = () => page.evaluate(() => document.activeElement?.getAttribute('data-testid') ?? document.activeElement?.tagName ?? null)
+  const focusedName = () => page.evaluate(() => { const el = document.activeElement as HTMLElement | null; return el ? (el.getAttribute('aria-label') ?? el.innerText ?? '').trim() : null })
+  const drawn = async () => JSON.parse((await page.getByTestId('graph').getAttribute('data-drawn')) ?? '{}')
+
   async function waitStatus(text: string | RegExp, timeout = 30_000) {
     try {
       await expect.poll(() => status().innerText(), { timeout }).toMatch(text)
@@ -139,8 +167,12 @@ describe.runIf(chromiumPath !== null || env().KILN_REQUIRE_BROWSER)('UI in Chrom
   })
 
   test('log in with a token', async () => {
+    // Signed out, the server sends the visitor to the login form at once, its field focused.
     await page.goto('/')
-    await page.waitForURL(/\/login/)
+    expect(new URL(page.url()).pathname).toBe('/login')
+    await expect.poll(() => page.evaluate(() => document.activeElement?.id)).toBe('token')
+    expect(await page.locator('#token-hint').innerText()).toMatch(/npm start/)
+    await accessible('login')
     await page.getByLabel('API token').fill('not-a-token')
     await page.getByRole('button', { name: 'Sign in' }).click()
     await expect.poll(() => page.locator('p[role="alert"]').innerText()).toMatch(/unknown, revoked or expired/)
@@ -149,6 +181,7 @@ describe.runIf(chromiumPath !== null || env().KILN_REQUIRE_BROWSER)('UI in Chrom
     await page.waitForURL((u) => u.pathname === '/')
     await expect.poll(() => page.getByTestId('connection').innerText()).toMatch(/live/)
     await shot('01-stacks-empty')
+    await accessible('stacks list')
   })
 
   test('a template error is shown at its line and column, and nothing is created', async () => {
@@ -162,9 +195,11 @@ describe.runIf(chromiumPath !== null || env().KILN_REQUIRE_BROWSER)('UI in Chrom
     // the editor marks the spot too
     await expect.poll(() => page.locator('.cm-lint-marker-error').count()).toBeGreaterThan(0)
     await page.getByLabel('stack name').fill('bad-stack')
-    await page.getByRole('button', { name: 'Create stack' }).click()
-    await expect.poll(() => page.getByTestId('message').innerText()).toMatch(/subnett/)
+    // The Create button says why it cannot be used yet.
+    expect(await page.getByRole('button', { name: 'Create stack' }).isDisabled()).toBe(true)
+    expect(await page.locator('#create-why').innerText()).toMatch(/Fix the template problems/)
     await shot('02-template-error')
+    await accessible('new stack with a template error')
     const { rows } = await c.db.pool.query(`SELECT count(*)::int AS n FROM stack WHERE name = 'bad-stack'`)
     expect(rows[0].n).toBe(0)
   })
@@ -180,13 +215,20 @@ describe.runIf(chromiumPath !== null || env().KILN_REQUIRE_BROWSER)('UI in Chrom
     await shot('03-create-running')
     await waitStatus('CREATE_COMPLETE')
     for (const n of ['network', 'subnet', 'server']) await row(n, '[data-state="complete"]').waitFor({ timeout: 10_000 })
-    await expect.poll(async () => JSON.parse((await page.getByTestId('graph').getAttribute('data-drawn')) ?? '{}')).toEqual({ complete: 3 })
+    await expect.poll(drawn).toEqual({ complete: 3 })
     // the graph drew every node, laid out once
     expect(Number(await page.getByTestId('graph').getAttribute('data-layout-ms'))).toBeGreaterThanOrEqual(0)
-    // replay: back to the first event, everything but the first node not yet done; then live again
+    await accessible('stack page')
+    // replay by time: at the start nothing is done; played (at 30x) it reaches the end, every node complete
     await page.getByLabel('replay position').fill('0')
     await expect.poll(() => page.locator('[role="row"][data-state="complete"]').count()).toBe(0)
-    await page.getByRole('button', { name: 'Back to live' }).click()
+    expect(await page.getByTestId('replay-time').innerText()).toMatch(/^\+0\.0 s of/)
+    await page.getByLabel('replay speed').selectOption('30')
+    await page.getByRole('button', { name: 'play the replay' }).click()
+    await expect.poll(() => page.locator('[role="row"][data-state="complete"]').count(), { timeout: 20_000 }).toBe(3)
+    await expect.poll(() => page.getByRole('button', { name: 'play the replay' }).count()).toBe(1)
+    await page.getByRole('button', { name: /Back to live|Show the end/ }).click()
+    await expect.poll(() => page.getByTestId('replay-time').innerText()).toMatch(/end|live/)
     await expect.poll(() => page.locator('[role="row"][data-state="complete"]').count()).toBe(3)
     await page.getByRole('tab', { name: 'Outputs' }).click()
     await expect.poll(() => page.getByTestId('outputs').innerText()).toMatch(/v1-net/)
@@ -202,6 +244,10 @@ describe.runIf(chromiumPath !== null || env().KILN_REQUIRE_BROWSER)('UI in Chrom
     await page.getByRole('button', { name: 'Submit (supersede)' }).click()
     await expect.poll(() => page.getByTestId('message').innerText()).toMatch(/superseded traversal/)
     await row('network', '[data-state="blocked"]').waitFor({ timeout: 15_000 })
+    // the supersede banner names the older traversal and lists the blocked row
+    const banner = page.getByTestId('supersede-banner')
+    await expect.poll(() => banner.innerText()).toMatch(/1 row blocked by traversal \S+ \(update started by /)
+    expect(await banner.getByRole('button', { name: 'network' }).count()).toBe(1)
     await shot('04-blocked')
     await expect.poll(() => row('network').locator('.notes').innerText(), { timeout: 20_000 }).toMatch(/retriggered/)
     await shot('05-retriggered')
@@ -210,6 +256,26 @@ describe.runIf(chromiumPath !== null || env().KILN_REQUIRE_BROWSER)('UI in Chrom
     // never needlessly replaced: still one row per resource
     const { rows } = await c.db.pool.query(`SELECT name, count(*)::int AS n FROM resource WHERE stack_id = $1 AND NOT (action = 'DELETE' AND status = 'COMPLETE') GROUP BY name`, [stackId])
     expect(Object.fromEntries(rows.map((r) => [r.name, r.n]))).toEqual({ network: 1, subnet: 1, server: 1 })
+  })
+
+  test('the superseded traversal opens by deep link, at a moment, with a node inspected', async () => {
+    const { rows } = await c.db.pool.query(`SELECT id FROM traversal WHERE stack_id = $1 AND outcome = 'SUPERSEDED' ORDER BY started_at DESC LIMIT 1`, [stackId])
+    const superseded = String(rows[0].id)
+    await page.goto(`/stacks/${stackId}/traversals/${superseded}?node=network&t=0.5`)
+    await expect.poll(() => page.getByTestId('history-banner').innerText()).toMatch(/superseded/)
+    await expect.poll(() => page.getByTestId('graph').getAttribute('data-traversal')).toBe(superseded)
+    expect(await status().innerText()).toMatch(/UPDATE_SUPERSEDED/)
+    await expect.poll(() => page.getByTestId('node-panel').locator('h2').innerText()).toMatch(/network/)
+    expect(await page.getByTestId('replay-time').innerText()).toMatch(/^\+0\.5 s/)
+    await page.getByRole('tab', { name: 'Template' }).click()
+    await expect.poll(() => page.getByTestId('traversal-template').innerText()).toMatch(/v2-net/)
+    await shot('11-superseded-deep-link')
+    await accessible('a superseded traversal with the node panel open')
+    // Escape closes the panel; the address keeps the moment, drops the node
+    await page.keyboard.press('Escape')
+    await expect.poll(() => page.getByTestId('node-panel').count()).toBe(0)
+    await expect.poll(() => new URL(page.url()).search).toBe('?t=0.5')
+    await page.goto(`/stacks/${stackId}`)
   })
 
   test('preview an update that replaces a resource, submit it, and see the replacement on the graph', async () => {
@@ -234,16 +300,93 @@ describe.runIf(chromiumPath !== null || env().KILN_REQUIRE_BROWSER)('UI in Chrom
     await page.getByRole('button', { name: 'Cancel and roll back' }).click()
     await waitStatus('ROLLBACK_COMPLETE', 45_000)
 
-    await setTemplate(chain({ value: 'v6', update: 4, subnetKey: 'k2' }))
-    await page.getByRole('button', { name: 'Submit update' }).click()
+    // Keyboard only from here: submit, cancel, inspect. network's 15 s update holds the traversal
+    // at its first row while the keyboard gets to Cancel (the gate: it is cancelled, never waited out).
+    await setTemplate(chain({ value: 'v6', update: 15, subnetKey: 'k2' }))
+    await tabTo('Submit update')
+    await page.keyboard.press('Enter')
+    // after Submit, focus lands on the result
+    await expect.poll(focusedTestId).toBe('message')
+    expect(await page.getByTestId('message').innerText()).toMatch(/Update submitted/)
     await row('network', '[data-state="running"]').waitFor({ timeout: 15_000 })
-    await page.getByRole('button', { name: 'Cancel…' }).click()
-    await page.getByRole('button', { name: 'Cancel without rollback' }).click()
-    await waitStatus('UPDATE_FAILED', 30_000)
+    const cancelled = (await c.stack(stackId)).currentTraversalId
+    await tabTo('Cancel…')
+    await page.keyboard.press('Enter')
+    // the dialog is modal: focus is inside it; Escape closes it and focus returns to the button
+    await expect.poll(focusedName).toBe('Keep running')
+    await accessible('cancel dialog')
+    await page.keyboard.press('Escape')
+    await expect.poll(() => page.locator('dialog[open]').count()).toBe(0)
+    await expect.poll(focusedName).toBe('Cancel…')
+    await page.keyboard.press('Enter')
+    await expect.poll(focusedName).toBe('Keep running')
+    await page.keyboard.press('Shift+Tab')
+    expect(await focusedName()).toBe('Cancel without rollback')
+    await page.keyboard.press('Enter')
+    await expect.poll(focusedTestId).toBe('message')
+    // cancelled reads as cancelled, not as a failure
+    await waitStatus('UPDATE_CANCELLED', 30_000)
     expect(await page.getByTestId('status-reason').innerText()).toMatch(/cancel/i)
+    // The graph stays: the rows that never started are skipped; the running one goes on and finishes.
+    expect(await page.getByTestId('graph').getAttribute('data-traversal')).toBe(cancelled)
+    await expect.poll(async () => (await drawn()).skipped).toBe(2)
+    await expect.poll(drawn, { timeout: 40_000 }).toEqual({ complete: 1, skipped: 2 })
+    await row('network', '[data-state="complete"]').waitFor()
+    for (const n of ['subnet', 'server']) await row(n, '[data-state="skipped"]').waitFor()
+    expect(await page.getByTestId('replay').count()).toBe(1)
+    await shot('12-cancelled-graph-kept')
+    // inspect a row from the keyboard: focus moves into the drawer, Escape returns it to the row
+    await tabTo(/^inspect subnet/, 200)
+    await page.keyboard.press('Enter')
+    await expect.poll(focusedName).toBe('close the resource panel')
+    expect(await page.getByTestId('node-reason').innerText()).toMatch(/not run: the traversal was cancelled first/)
+    await page.keyboard.press('Escape')
+    await expect.poll(() => page.getByTestId('node-panel').count()).toBe(0)
+    expect(await focusedName()).toMatch(/^inspect subnet/)
     await page.getByRole('tab', { name: 'Traversals' }).click()
     await expect.poll(() => page.getByTestId('traversals').locator('tbody tr').count()).toBeGreaterThanOrEqual(6)
     await shot('08-cancelled')
+  })
+
+  test('check, then roll back, from the buttons', async () => {
+    await page.getByRole('button', { name: 'Check' }).click()
+    await waitStatus('CHECK_COMPLETE', 30_000)
+    await page.getByRole('button', { name: 'Rollback' }).click()
+    await waitStatus('ROLLBACK_COMPLETE', 45_000)
+  })
+
+  test('the dark theme: the toggle switches it, every page stays readable (axe-core)', async () => {
+    await page.getByRole('button', { name: 'switch to the dark theme' }).click()
+    await expect.poll(() => page.evaluate(() => document.documentElement.dataset.theme)).toBe('dark')
+    expect(await page.evaluate(() => getComputedStyle(document.body).backgroundColor)).toBe('rgb(11, 18, 32)')
+    await page.getByRole('tab', { name: 'Resources' }).click()
+    await page.locator('[role="row"][data-resource]').first().waitFor()
+    await shot('13-dark')
+    await accessible('stack page, dark')
+    await page.goto('/')
+    await accessible('stacks list, dark')
+    await page.getByRole('button', { name: 'switch to the light theme' }).click()
+    await expect.poll(() => page.evaluate(() => document.documentElement.dataset.theme)).toBe('light')
+  })
+
+  test('390 px wide: no horizontal page scroll on any page, the node drawer included', async () => {
+    const phone = await browser.newContext({ baseURL: web.url, viewport: { width: 390, height: 844 }, deviceScaleFactor: 2 })
+    await phone.request.post('/api/session', { data: { token: a.token } })
+    const p = await phone.newPage()
+    const wide = () => p.evaluate(() => Math.max(document.documentElement.scrollWidth, document.body.scrollWidth))
+    for (const route of ['/', '/stacks/new', `/stacks/${stackId}`]) {
+      await p.goto(route)
+      await p.locator('h1').first().waitFor()
+      if (route === `/stacks/${stackId}`) await p.locator('[role="row"][data-resource="network"]').waitFor()
+      expect({ route, width: await wide() }).toEqual({ route, width: 390 })
+    }
+    await p.screenshot({ path: path.join(SHOTS, '14-phone-page.png') })
+    await p.locator('[role="row"][data-resource="network"] button').click()
+    await p.getByTestId('node-panel').waitFor()
+    expect(await wide()).toBe(390)
+    await p.screenshot({ path: path.join(SHOTS, '14-phone.png') })
+    expect({ violations: await axeViolations(p) }).toEqual({ violations: [] })
+    await phone.close()
   })
 
   test('a second project cannot open the stack page or join its socket room', async () => {
@@ -298,11 +441,16 @@ describe.runIf(chromiumPath !== null || env().KILN_REQUIRE_BROWSER)('UI in Chrom
       }
       requestAnimationFrame(tick)
     })
-    await expect.poll(() => page.locator('[role="table"][aria-label="resources"] [role="row"][data-resource]').count(), { timeout: 30_000 }).toBe(1000)
+    // The table is virtualised: it holds every row (aria-rowcount counts the header too), the DOM only those in view.
+    await expect.poll(() => page.locator('[role="table"][aria-label="resources"]').getAttribute('aria-rowcount'), { timeout: 30_000 }).toBe('1001')
     const firstRenderMs = Date.now() - started
     const layoutMs = Number(await page.getByTestId('graph').getAttribute('data-layout-ms'))
+    // mid-traversal, two steps closer
+    await page.getByRole('button', { name: 'zoom in' }).click()
+    await page.getByRole('button', { name: 'zoom in' }).click()
+    await shot('10-layered-1000-running')
     await waitStatus('CREATE_COMPLETE', 30_000)
-    await expect.poll(() => page.locator('[role="row"][data-state="complete"]').count(), { timeout: 15_000 }).toBe(1000)
+    expect(await page.locator('[role="row"][data-resource]').count()).toBeLessThan(100)
     // the graph shows the same: every one of the 1,000 nodes drawn complete
     await expect.poll(async () => JSON.parse((await page.getByTestId('graph').getAttribute('data-drawn')) ?? '{}')).toEqual({ complete: 1000 })
     const maxFrameGapMs = Math.round(await page.evaluate(() => (window as unknown as { __maxGap: number }).__maxGap))
@@ -310,6 +458,30 @@ describe.runIf(chromiumPath !== null || env().KILN_REQUIRE_BROWSER)('UI in Chrom
     const figures = { nodes: 1000, firstRenderMs, layoutMs, maxFrameGapMs }
     fs.writeFileSync(path.join(SHOTS, 'render-1000.json'), JSON.stringify(figures, null, 2))
     console.log(`1,000-node page: ${JSON.stringify(figures)}`)
+  })
+
+  test('10,000 resources: a grouped view (by layer) renders and follows the traversal', { timeout: 400_000 }, async () => {
+    const res = await fetch(`${web.url}/api/stacks`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-auth-token': a.token },
+      body: JSON.stringify({ name: 'big-10000', template: benchTemplate('layered', 10_000, 0, { value: 'a', replace: false }) }),
+    })
+    expect(res.status).toBe(201)
+    const big = (await res.json()).stack.id as string
+    await page.goto(`/stacks/${big}`)
+    const graph = page.getByTestId('graph')
+    await expect.poll(() => graph.getAttribute('data-view'), { timeout: 60_000 }).toBe('grouped')
+    expect(await graph.getAttribute('data-represented')).toBe('10000')
+    expect(await graph.getAttribute('data-units')).toBe('10')
+    await shot('15-grouped-10000-running')
+    expect(await page.locator('[role="table"][aria-label="resources"]').getAttribute('aria-rowcount')).toBe('10001')
+    await waitStatus('CREATE_COMPLETE', 300_000)
+    await expect.poll(drawn, { timeout: 60_000 }).toEqual({ complete: 10_000 })
+    // a group opens from the keyboard (its button in the group list): its 1,000 nodes are drawn in a box
+    await page.getByRole('button', { name: /^open group layer 1 \(1000 nodes, 1000 done\)$/ }).press('Enter')
+    await expect.poll(() => graph.getAttribute('data-units')).toBe(String(9 + 1 + 1000))
+    await shot('16-grouped-10000-open')
+    await page.goto(`/stacks/${stackId}`)
   })
 
   test('delete with confirmation', async () => {

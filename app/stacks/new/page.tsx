@@ -1,7 +1,9 @@
 import { NewStack } from '../../../components/NewStack'
 import { Shell } from '../../../components/Shell'
+import { requireSessionCookie } from '../../session-gate'
 
-export default function Page() {
+export default async function Page() {
+  await requireSessionCookie('/stacks/new')
   return (
     <Shell>
       <NewStack />

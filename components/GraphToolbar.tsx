@@ -1,0 +1,75 @@
+'use client'
+/**
+ * Over the graph: zoom buttons, search (by name, type or state, e.g.
+ * `state:failed` or `type:TestResource`), filters, grouping, and buttons that
+ * bring the blocked or failed nodes into view; under them, how many nodes
+ * are in each state (what the graph's colours say when its labels are too
+ * small to draw).
+ */
+import type { GroupBy } from '../lib/ui/view-graph'
+
+import type { Filter } from '../lib/ui/search'
+export type { Filter }
+export const FILTERS: Filter[] = ['blocked', 'failed', 'running', 'replaced']
+
+export function GraphToolbar(p: {
+  query: string
+  onQuery: (q: string) => void
+  filters: ReadonlySet<Filter>
+  onToggleFilter: (f: Filter) => void
+  groupBy: GroupBy
+  onGroupBy: (g: GroupBy) => void
+  matches: number | null
+  counts: string
+  onZoom: (how: 'in' | 'out' | 'fit' | 'actual') => void
+  onFocusMatches: () => void
+  focusable: { blocked: number; failed: number }
+  onFocusState: (s: 'blocked' | 'failed') => void
+}) {
+  return (
+    <div className="graph-toolbar" role="toolbar" aria-label="graph tools">
+      <div className="zoom-buttons" role="group" aria-label="zoom">
+        <button type="button" className="icon" onClick={() => p.onZoom('in')} aria-label="zoom in" title="zoom in (+)">+</button>
+        <button type="button" className="icon" onClick={() => p.onZoom('out')} aria-label="zoom out" title="zoom out (-)">−</button>
+        <button type="button" onClick={() => p.onZoom('fit')} title="fit the graph (0)">Fit</button>
+        <button type="button" onClick={() => p.onZoom('actual')} title="labels at full size">1:1</button>
+      </div>
+      <label className="search">
+        <span className="sr-only">search nodes</span>
+        <input
+          type="search"
+          value={p.query}
+          placeholder="search: name, type:…, state:…"
+          aria-label="search nodes by name, type or state"
+          onChange={(e) => p.onQuery(e.target.value)}
+          onKeyDown={(e) => e.key === 'Enter' && p.onFocusMatches()}
+        />
+      </label>
+      {p.matches !== null && (
+        <span className="matches" aria-live="polite">
+          {p.matches} match{p.matches === 1 ? '' : 'es'}{' '}
+          {p.matches > 0 && <button type="button" onClick={p.onFocusMatches}>Show them</button>}
+        </span>
+      )}
+      <div className="filters" role="group" aria-label="show only">
+        {FILTERS.map((f) => (
+          <button key={f} type="button" className={`chip${p.filters.has(f) ? ' on' : ''}`} aria-pressed={p.filters.has(f)} onClick={() => p.onToggleFilter(f)}>
+            {f}
+          </button>
+        ))}
+      </div>
+      <label className="group-by">
+        Group{' '}
+        <select value={p.groupBy} onChange={(e) => p.onGroupBy(e.target.value as GroupBy)} aria-label="group nodes by">
+          <option value="none">none</option>
+          <option value="prefix">name prefix</option>
+          <option value="type">type</option>
+          <option value="layer">layer</option>
+        </select>
+      </label>
+      {p.focusable.blocked > 0 && <button type="button" onClick={() => p.onFocusState('blocked')}>Focus the {p.focusable.blocked} blocked</button>}
+      {p.focusable.failed > 0 && <button type="button" onClick={() => p.onFocusState('failed')}>Focus the {p.focusable.failed} failed</button>}
+      <span className="counts" data-testid="state-counts" aria-label="nodes by state">{p.counts}</span>
+    </div>
+  )
+}

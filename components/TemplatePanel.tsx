@@ -1,0 +1,72 @@
+'use client'
+/**
+ * The stack page's editor: the current template in CodeMirror, the
+ * parameters form, Preview (what the update would create, update, replace or
+ * delete) and Submit (while a traversal runs, it supersedes it).
+ */
+import { useEffect, useState } from 'react'
+import { api, ApiError, type ApiIssue } from './api'
+import { ParametersForm, parameterValues } from './ParametersForm'
+import { PreviewPanel, type PreviewResult } from './PreviewPanel'
+import { TemplateEditor, ValidationLine } from './TemplateEditor'
+import { parametersOf, useValidation } from './use-validation'
+
+export type Runner = (what: string, fn: () => Promise<string>) => Promise<ApiError | Error | null>
+
+export function TemplatePanel({ stackId, running, disabled, busy, run }: { stackId: string; running: boolean; disabled: boolean; busy: boolean; run: Runner }) {
+  const [loaded, setLoaded] = useState<{ source: string; template: Record<string, unknown> } | null>(null)
+  const [loadError, setLoadError] = useState<string | null>(null)
+  const [source, setSource] = useState<string | null>(null)
+  const [params, setParams] = useState<Record<string, string>>({})
+  const [issues, setIssues] = useState<ApiIssue[]>([])
+  const [preview, setPreview] = useState<PreviewResult | null>(null)
+  const edited = loaded !== null && source !== null && source !== loaded.source
+  const validation = useValidation(source ?? '', { skip: !edited, parameters: parametersOf(loaded?.template) })
+
+  useEffect(() => {
+    api<{ source: string; template: Record<string, unknown> }>('GET', `/api/stacks/${stackId}/template`)
+      .then((t) => {
+        setLoaded({ source: t.source, template: t.template })
+        setSource((s) => s ?? t.source)
+      })
+      .catch((e: Error) => {
+        setLoadError(e.message)
+        setSource((s) => s ?? '')
+      })
+  }, [stackId])
+
+  const body = () => ({ template: source ?? '', parameters: parameterValues(params) })
+  const withIssues = async (what: string, fn: () => Promise<string>) => {
+    const err = await run(what, fn)
+    setIssues(err instanceof ApiError ? err.issues : [])
+  }
+  const submit = () =>
+    withIssues('Update', async () => {
+      const r = await api<{ traversalId: string; superseded: string | null }>('PUT', `/api/stacks/${stackId}`, body())
+      setPreview(null)
+      setLoaded((l) => (l ? { ...l, source: source ?? l.source } : l))
+      return r.superseded && running ? `Update submitted; it superseded traversal ${r.superseded.slice(0, 8)}.` : 'Update submitted.'
+    })
+  const doPreview = () =>
+    withIssues('Preview', async () => {
+      const r = await api<PreviewResult>('POST', `/api/stacks/${stackId}/preview`, body())
+      setPreview(r)
+      return `Preview: ${r.summary.create ?? 0} created, ${r.summary.update ?? 0} updated in place, ${r.summary.replace ?? 0} replaced, ${r.summary.delete ?? 0} deleted.`
+    })
+
+  return (
+    <section className="template-panel" aria-label="template">
+      <h2>Template</h2>
+      {loadError && <p className="error">The template could not be read: {loadError}</p>}
+      {source === null ? <p>Loading the template…</p> : <TemplateEditor value={source} onChange={(v) => { setSource(v); setIssues([]) }} issues={issues.length ? issues : validation.issues} label="template" />}
+      <ValidationLine validation={validation} />
+      <ParametersForm parameters={validation.parameters} values={params} onChange={setParams} />
+      {running && <p className="note" data-testid="supersede-note">A traversal is running. Submitting now <strong>supersedes</strong> it: rows it still holds are handed over (retriggered) when their worker finishes, never replaced needlessly.</p>}
+      <div className="actions">
+        <button type="button" onClick={doPreview} disabled={busy || disabled || source === null}>Preview</button>
+        <button type="button" className="primary" onClick={submit} disabled={busy || disabled || source === null}>{running ? 'Submit (supersede)' : 'Submit update'}</button>
+      </div>
+      {preview && <PreviewPanel preview={preview} />}
+    </section>
+  )
+}

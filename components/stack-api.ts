@@ -1,0 +1,100 @@
+/**
+ * The stack page's REST reads, typed. Each is one request (events: one per
+ * page of 5,000); the live view makes them once per load, once per new
+ * traversal, and on a gap in the event sequence, never per event batch.
+ */
+import type { EventRow, GraphElements } from '../lib/ui/graph-model'
+import { api } from './api'
+
+export interface StackShow {
+  id: string
+  name: string
+  action: string
+  status: string
+  statusReason: string
+  currentTraversalId: string | null
+  /** seq of the stack's latest event */
+  lastSeq: number
+  createdAt: string
+  updatedAt: string | null
+  disableRollback: boolean
+  timeoutMins: number
+  tags: string[]
+  parameters: Record<string, unknown>
+  outputs?: Record<string, { value: unknown; description?: string; error?: string }>
+}
+
+export interface TraversalRow {
+  id: string
+  action: string
+  startedBy: string
+  startedAt: string
+  endedAt: string | null
+  outcome: string | null
+  outcomeReason: string
+  supersededBy: string | null
+  failureReason: string | null
+  nodeCount: number
+  current: boolean
+}
+
+export interface TraversalMeta extends TraversalRow {
+  stackLastSeq: number
+  /** resource type -> the row ids of that type */
+  types: Record<string, number[]>
+}
+
+export const EVENTS_PAGE = 5000
+
+export const fetchStack = async (stackId: string, withOutputs = false) =>
+  (await api<{ stack: StackShow }>('GET', `/api/stacks/${stackId}${withOutputs ? '' : '?outputs=0'}`)).stack
+
+export const fetchTraversals = async (stackId: string) => (await api<{ traversals: TraversalRow[] }>('GET', `/api/stacks/${stackId}/traversals`)).traversals
+
+export const fetchTraversal = async (stackId: string, traversalId: string | 'current') =>
+  (await api<{ traversal: TraversalMeta }>('GET', `/api/stacks/${stackId}/traversals/${traversalId}`)).traversal
+
+export const fetchGraph = async (stackId: string, traversalId: string) =>
+  (await api<{ elements: GraphElements }>('GET', `/api/stacks/${stackId}/traversals/${traversalId}/graph`)).elements
+
+/** hostname:pid of the workers the stack's events named (those ids only: at most 100 at a time). */
+export async function fetchWorkers(stackId: string, ids: Iterable<string>): Promise<Map<string, string>> {
+  const all = [...new Set(ids)].slice(-100)
+  if (!all.length) return new Map()
+  const r = await api<{ workers: { id: string; name: string }[] }>('GET', `/api/stacks/${stackId}/workers?ids=${all.join(',')}`)
+  return new Map(r.workers.map((w) => [w.id, w.name]))
+}
+
+/** The worker ids events name (acting on a row, or holding a row another traversal waits for). */
+export function workerIds(events: EventRow[]): string[] {
+  const out = new Set<string>()
+  for (const e of events) {
+    if (typeof e.data?.worker === 'string') out.add(e.data.worker)
+    if (typeof e.data?.holder === 'string') out.add(e.data.holder)
+  }
+  return [...out]
+}
+
+/** Events after `after` (of one traversal, or all), every page of them; `lastSeq` is the stack's when the last page was read. */
+export async function fetchEvents(stackId: string, opts: { after: number; traversal?: string }): Promise<{ events: EventRow[]; lastSeq: number }> {
+  const out: EventRow[] = []
+  let after = opts.after
+  let lastSeq = 0
+  for (;;) {
+    const q = new URLSearchParams({ after: String(after), limit: String(EVENTS_PAGE) })
+    if (opts.traversal) q.set('traversal', opts.traversal)
+    const r = await api<{ events: EventRow[]; lastSeq: number }>('GET', `/api/stacks/${stackId}/events?${q}`)
+    out.push(...r.events)
+    lastSeq = Math.max(r.lastSeq, r.events.at(-1)?.seq ?? 0)
+    if (r.events.length < EVENTS_PAGE) break
+    after = r.events.at(-1)!.seq
+  }
+  return { events: out, lastSeq }
+}
+
+/** Row id -> resource type, from the traversal's `types`. */
+export function typesById(meta: TraversalMeta): Map<number, string> {
+  const out = new Map<number, string>()
+  for (const [type, ids] of Object.entries(meta.types)) for (const id of ids) out.set(id, type)
+  return out
+}

@@ -1,0 +1,143 @@
+/**
+ * The routes the live view and the history read besides the graph and the
+ * events: one traversal with its rows' types (`current` included, also after a
+ * cancel left the stack without one), the template a past traversal ran with
+ * (hidden values masked), one resource row, the names of the workers its
+ * events name, the stack
+ * without its outputs, and events in pages of up to 5,000. Another project's
+ * stack answers like a missing one on each.
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { startApiServer, type ApiServer } from '../helpers/api-server'
+import { TestCluster } from '../helpers/cluster'
+import { testDatabase, type TestDatabase } from '../helpers/db'
+
+let db: TestDatabase
+let c: TestCluster
+let api: ApiServer
+
+beforeAll(async () => {
+  db = await testDatabase()
+  c = await TestCluster.start(db.url, { workers: 2, leaseMs: 2000 })
+  api = await startApiServer(c)
+})
+afterAll(async () => {
+  await api?.close()
+  await c?.stop()
+  await db?.drop()
+})
+
+const template = (value: string, wait = 0) => `heat_template_version: 2018-08-31
+parameters:
+  secret:
+    type: string
+    hidden: true
+    default: s3cr3t-${value}
+resources:
+  first:
+    type: OS::Heat::TestResource
+    properties:
+      value: { get_param: secret }
+      wait_secs: ${wait}
+  second:
+    type: OS::Heat::None
+    depends_on: [first]
+outputs:
+  out:
+    value: { get_attr: [first, output] }
+`
+
+describe('live view reads', () => {
+  let id = ''
+  let first = ''
+
+  test('one traversal with the type of every row; `current` is the running or the latest one', async () => {
+    const created = await api.call('POST', '/api/stacks', { body: { name: 'live-reads', template: template('a') } })
+    expect(created.status).toBe(201)
+    id = created.body.stack.id
+    first = created.body.traversalId
+    await c.settle(id)
+    const t = await api.call('GET', `/api/stacks/${id}/traversals/${first}`)
+    expect(t.status).toBe(200)
+    expect(t.body.traversal).toMatchObject({ id: first, action: 'CREATE', outcome: 'COMPLETE', current: true, nodeCount: expect.any(Number) })
+    const rows = await c.rows(id)
+    expect(t.body.traversal.types).toEqual({
+      'OS::Heat::TestResource': rows.filter((r) => r.name === 'first').map((r) => r.id),
+      'OS::Heat::None': rows.filter((r) => r.name === 'second').map((r) => r.id),
+    })
+    expect((await api.call('GET', `/api/stacks/${id}/traversals/current`)).body.traversal.id).toBe(first)
+  })
+
+  test('after a cancel without rollback the stack has no current traversal; `current` is the cancelled one', async () => {
+    const upd = await api.call('PUT', `/api/stacks/${id}`, { body: { template: template('b', 30) } })
+    expect(upd.status).toBe(202)
+    await c.waitFor(async () => (await c.rows(id)).some((r) => r.engine_id !== null), 20_000, 'a row to be locked')
+    expect((await api.call('POST', `/api/stacks/${id}/cancel`, { body: { rollback: false } })).status).toBe(202)
+    expect((await c.stack(id)).currentTraversalId).toBeNull()
+    const t = await api.call('GET', `/api/stacks/${id}/traversals/current`)
+    expect(t.body.traversal).toMatchObject({ id: upd.body.traversalId, outcome: 'CANCELLED', current: false })
+  })
+
+  test("a past traversal's template: its text as written, its parameters with hidden values masked", async () => {
+    const t = await api.call('GET', `/api/stacks/${id}/traversals/${first}/template`)
+    expect(t.status).toBe(200)
+    expect(t.body.source).toContain('s3cr3t-a')
+    expect(t.body.parameters).toEqual({ secret: '******' })
+    expect(JSON.stringify(t.body.environment)).not.toContain('s3cr3t')
+  })
+
+  test('one resource row by id; unknown ids and non-numbers are 404', async () => {
+    const row = (await c.rows(id)).find((r) => r.name === 'first')!
+    const r = await api.call('GET', `/api/stacks/${id}/resources/${row.id}`)
+    expect(r.status).toBe(200)
+    expect(r.body.resource).toMatchObject({ id: row.id, name: 'first', type: 'OS::Heat::TestResource' })
+    for (const bad of ['999999', 'abc', '1.5', '99999999999']) {
+      const res = await api.call('GET', `/api/stacks/${id}/resources/${bad}`)
+      expect([res.status, res.body.error.code]).toEqual([404, 'not_found'])
+    }
+  })
+
+  test('the workers its events name, as hostname:pid; only ids asked for; bad ids refused', async () => {
+    const { rows } = await c.db.pool.query(`SELECT DISTINCT data->>'worker' AS id FROM event WHERE stack_id = $1 AND data ? 'worker'`, [id])
+    const named = rows.map((r) => String(r.id))
+    expect(named.length).toBeGreaterThan(0)
+    const w = await api.call('GET', `/api/stacks/${id}/workers?ids=${named.join(',')}`)
+    expect(w.status).toBe(200)
+    const pidOf = (wid: string) => c.workers.find((x) => x.id === wid)!.proc.pid
+    expect(w.body.workers.map((x: { id: string; name: string }) => [x.id, x.name]).sort()).toEqual(named.map((wid) => [wid, expect.stringMatching(new RegExp(`:${pidOf(wid)}$`))]).sort())
+    // nothing asked, nothing told (not the list of every worker of the installation)
+    expect((await api.call('GET', `/api/stacks/${id}/workers`)).body.workers).toEqual([])
+    const bad = await api.call('GET', `/api/stacks/${id}/workers?ids=not-a-uuid`)
+    expect([bad.status, bad.body.error.message]).toEqual([400, 'ids: not-a-uuid is not a worker id'])
+    const many = Array.from({ length: 101 }, () => named[0]).join(',')
+    expect((await api.call('GET', `/api/stacks/${id}/workers?ids=${many}`)).body.error.message).toBe('ids: at most 100 worker ids')
+  })
+
+  test('the stack without its outputs (outputs=0); any other value of outputs is refused', async () => {
+    const full = await api.call('GET', `/api/stacks/${id}`)
+    const lean = await api.call('GET', `/api/stacks/${id}?outputs=0`)
+    expect(full.body.stack.outputs).toBeDefined()
+    expect(lean.status).toBe(200)
+    expect(lean.body.stack).not.toHaveProperty('outputs')
+    const { outputs: _, ...rest } = full.body.stack
+    expect(lean.body.stack).toEqual(rest)
+    const bad = await api.call('GET', `/api/stacks/${id}?outputs=no`)
+    expect([bad.status, bad.body.error.message]).toEqual([400, 'outputs must be 0 or 1'])
+  })
+
+  test('events in pages of up to 5,000; more is refused naming the limit', async () => {
+    expect((await api.call('GET', `/api/stacks/${id}/events?limit=5000`)).status).toBe(200)
+    const bad = await api.call('GET', `/api/stacks/${id}/events?limit=5001`)
+    expect([bad.status, bad.body.error.message]).toEqual([400, 'limit must be between 1 and 5000'])
+  })
+
+  test("another project's token: each of these reads answers like a missing stack", async () => {
+    const row = (await c.rows(id))[0]!
+    for (const path of [`/api/stacks/${id}/workers?ids=${c.workers[0]!.id}`, `/api/stacks/${id}/traversals/${first}`, `/api/stacks/${id}/traversals/current`, `/api/stacks/${id}/traversals/${first}/template`, `/api/stacks/${id}/resources/${row.id}`, `/api/stacks/${id}?outputs=0`]) {
+      const r = await api.call('GET', path, { token: api.b.token })
+      expect([path, r.status]).toEqual([path, 404])
+    }
+    const missing = await api.call('GET', `/api/stacks/${id}/traversals/00000000-0000-0000-0000-000000000000`)
+    expect(missing.status).toBe(404)
+  })
+})
