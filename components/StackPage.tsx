@@ -13,6 +13,7 @@ import { EventsTimeline } from './EventsTimeline'
 import { Legend } from './Legend'
 import { LiveGraph } from './LiveGraph'
 import { NodePanel } from './NodePanel'
+import { OutputValue } from './OutputValue'
 import { ParametersForm, parameterValues } from './ParametersForm'
 import { PreviewPanel, type PreviewResult } from './PreviewPanel'
 import { ReplayBar } from './ReplayBar'
@@ -191,7 +192,7 @@ export function StackPage({ stackId }: { stackId: string }) {
       {tab === 'outputs' && (
         <dl className="outputs" data-testid="outputs">
           {Object.entries(stack.outputs).map(([k, o]) => (
-            <div key={k}><dt>{k}</dt><dd>{o.error ? <span className="error">{o.error}</span> : <code>{JSON.stringify(o.value)}</code>}</dd></div>
+            <div key={k}><dt>{k}</dt><dd><OutputValue stackId={stackId} name={k} output={o} /></dd></div>
           ))}
           {Object.keys(stack.outputs).length === 0 && <p>No outputs.</p>}
         </dl>
