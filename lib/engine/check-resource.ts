@@ -19,6 +19,7 @@ import { ReplaceRequired } from '../resources/types'
 import { changedProperties, needsReplacement, validateProperties } from '../resources/schema'
 import { addSecretValues, secretsOfType } from '../resources/secrets'
 import { propertiesOf } from '../evaluation/bounded'
+import { storedForms } from '../template'
 import { decideCleanup, decideUpdate } from './decide'
 import { NodeSecrets } from './node-secrets'
 import type { ActionOutcome, BeginResult, ClaimedJob, ConvergenceStore, FinishRequest, HeadStart, NodeScope, OutsideObjectStore, ResourceRow } from './ports'
@@ -317,7 +318,7 @@ class NodeRun {
       // Stored with the properties: values its type declares secret are secret wherever else they show.
       const forms = new Set(secretForms)
       addSecretValues(type, { properties: props }, forms)
-      this.secretForms = [...forms]
+      this.secretForms = storedForms(forms)
       this.secrets.learn(forms)
     } catch (err) {
       return this.fail(creating ? 'CREATE' : 'UPDATE', message(err))
@@ -332,7 +333,7 @@ class NodeRun {
 
     switch (decision.kind) {
       case 'noop':
-        return this.finish({ ok: true, reason: 'unchanged', set: common, payload: payloadOf(this.row, { secretForms: this.secretForms }) }, 'unchanged')
+        return this.finish({ ok: true, reason: 'unchanged', set: common, payload: payloadOf({ ...this.row, secretForms: this.secretForms }) }, 'unchanged')
       case 'replace':
         return this.replace(def.type, decision.reason, true, props)
       case 'create': {
@@ -373,7 +374,7 @@ class NodeRun {
     const physicalId = out.physicalId !== undefined ? out.physicalId : (this.row.physicalId ?? physicalName(this.scope.stack.name, this.row))
     const attributes = out.attributes ?? this.row.attributes ?? {}
     const set = { ...common, action, status: 'COMPLETE' as const, statusReason: 'state changed', type, physicalId, properties: props, attributes, data: out.data ?? this.row.data ?? {} }
-    const payload = payloadOf(this.row, { physicalId, attributes, action, status: 'COMPLETE', secretForms: this.secretForms })
+    const payload = payloadOf({ ...this.row, secretForms: this.secretForms }, { physicalId, attributes, action, status: 'COMPLETE' })
     return this.finish({ ok: true, reason: 'state changed', set, resourceEvent: true, payload }, outcome)
   }
 

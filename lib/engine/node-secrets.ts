@@ -10,7 +10,7 @@
 import type { Logger } from '../logger'
 import { addSecretValues } from '../resources/secrets'
 import type { ResourceType } from '../resources/types'
-import { redact, redactText, secretList } from '../template'
+import { redact, redactText, secretList, type Secrets } from '../template'
 import type { NodePayload } from './types'
 
 type Types = { get(name: string): ResourceType | undefined }
@@ -26,7 +26,7 @@ export interface NodeSecretSources {
 }
 
 export class NodeSecrets {
-  private cached: string[] | null = null
+  private cached: Secrets | null = null
   private readonly learned = new Set<string>()
 
   constructor(private readonly src: NodeSecretSources) {}
@@ -37,7 +37,7 @@ export class NodeSecrets {
     this.cached = null
   }
 
-  list(): string[] {
+  list(): Secrets {
     if (this.cached) return this.cached
     const all = new Set<string>([...this.src.known(), ...this.src.row.secretForms, ...this.learned])
     addSecretValues(this.src.types.get(this.src.row.type), this.src.row, all)
@@ -52,7 +52,7 @@ export class NodeSecrets {
 
   mask = (text: string): string => {
     const secrets = this.list()
-    return secrets.length ? redactText(text, secrets) : text
+    return secrets.empty ? text : redactText(text, secrets)
   }
 
   /** A logger whose every message and field has this node's secrets masked. */

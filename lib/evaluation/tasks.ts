@@ -6,7 +6,7 @@
 import { catalogFromData, schemasFromData } from '../resources/catalog'
 import { computePreview, type PreviewInput } from '../services/preview'
 import { budgetError, checkSubmissionNow, type PortableCheckContext, type Submission } from '../services/templates'
-import { buildDefinition, parseEnvironment, parseTemplate, resolveOutputs, resolveSecretAware } from '../template'
+import { buildDefinition, parseEnvironment, parseTemplate, resolveOutputs, resolveSecretAware, secretList, type Secrets } from '../template'
 import { Budget, BudgetExceeded, type EvaluationLimits } from '../template/budget'
 import type { PortableDefinition, ResolveContext } from '../template/types'
 import { decodeDeferred, encodeDeferred } from './codec'
@@ -63,11 +63,18 @@ export function storedDefinition(stored: StoredTemplate, budget: Budget, outputs
 
 export function valuesContext(rows: ResourceValues[]): ResolveContext {
   const byName = new Map(rows.map((r) => [r.name, r]))
+  const forms = new Map<string, Secrets>()
   return {
     getResource: (name) => byName.get(name)?.physicalId ?? null,
     getAttr: (name, attribute) => byName.get(name)?.attributes?.[attribute] ?? null,
     secretAttribute: (name, attribute) => byName.get(name)?.secretAttributes?.includes(attribute) === true,
-    secretFormsOf: (name) => byName.get(name)?.secretForms ?? [],
+    secretFormsOf: (name) => {
+      const stored = byName.get(name)?.secretForms
+      if (!stored?.length) return undefined
+      let s = forms.get(name)
+      if (!s) forms.set(name, (s = secretList(stored)))
+      return s
+    },
   }
 }
 

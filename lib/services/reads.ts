@@ -19,7 +19,7 @@ import type { ResolvedOutput } from '../template'
 import { BudgetExceeded } from '../template/budget'
 import type { OutputSnippet } from '../template/types'
 import { NotFoundError, ValidationError } from './errors'
-import { hiddenValues as hiddenForms, holdsSecret, MASK, redact, secretList } from './secrets'
+import { hiddenValues as hiddenForms, holdsSecret, MASK, redact, secretList, type Secrets } from './secrets'
 import type { Actor, StackRecord } from './stacks'
 
 export { MASK }
@@ -81,7 +81,7 @@ export function createReadService(pool: pg.Pool, registry: Registry) {
   const secretTypes = registry.list().filter((t) => secretsOfType(t).attributes.length || secretsOfType(t).properties.length).map((t) => t.name)
   const propertySecretTypes = registry.list().filter((t) => secretsOfType(t).properties.length).map((t) => t.name)
   /** Hidden values per stack (see hiddenSecrets), least recently computed first. */
-  const secretsCache = new Map<string, { key: string; secrets: string[] }>()
+  const secretsCache = new Map<string, { key: string; secrets: Secrets }>()
   /**
    * A template's outputs with parameters and conditions applied (what is left: references to
    * resources), by template id. Reads evaluate them once per template, not on every GET, and
@@ -134,13 +134,13 @@ export function createReadService(pool: pg.Pool, registry: Registry) {
     return out
   }
 
-  function maskAttributes(type: string, attrs: Record<string, unknown> | null, secrets: string[]): Record<string, unknown> {
+  function maskAttributes(type: string, attrs: Record<string, unknown> | null, secrets: Secrets): Record<string, unknown> {
     const t = registry.get(type)
     if (!attrs) return {}
     return Object.fromEntries(Object.entries(attrs).map(([k, v]) => [k, t?.attributes[k]?.secret ? MASK : redact(v, secrets)]))
   }
 
-  function maskProperties(type: string, props: Record<string, unknown> | null, secrets: string[]): Record<string, unknown> | null {
+  function maskProperties(type: string, props: Record<string, unknown> | null, secrets: Secrets): Record<string, unknown> | null {
     if (!props) return null
     const t = registry.get(type)
     // A large value (a file's content) is cut to what its schema shows (shownUpToBytes).
@@ -151,9 +151,9 @@ export function createReadService(pool: pg.Pool, registry: Registry) {
    * Every secret of the stack, longest first: its hidden parameters' values, the values of its rows'
    * secret attributes (and properties), and the forms each row's properties were derived from.
    */
-  async function stackSecrets(stackId: unknown): Promise<string[]> {
+  async function stackSecrets(stackId: unknown): Promise<Secrets> {
     const [hidden, rows] = await Promise.all([hiddenSecrets(stackId), rowSecrets(stackId)])
-    return rows.size ? secretList([...hidden, ...rows]) : hidden
+    return rows.size ? secretList([...hidden.texts, ...rows]) : hidden
   }
 
   /** What the stack's rows hold that is secret (rows change: read each time, one indexed query). */
@@ -175,7 +175,7 @@ export function createReadService(pool: pg.Pool, registry: Registry) {
    * Every form of every hidden parameter value any template of the stack was given (request,
    * environment or default): rows, events and reasons of earlier templates may still hold old values.
    */
-  async function hiddenSecrets(stackId: unknown): Promise<string[]> {
+  async function hiddenSecrets(stackId: unknown): Promise<Secrets> {
     // Templates are only ever added: their count and newest time say whether the cached list still holds.
     const { rows: [k] } = await pool.query(`SELECT count(*)::int AS n, max(created_at) AS at FROM raw_template WHERE stack_id = $1`, [stackId])
     const key = `${k?.n}|${k?.at ? new Date(k.at).getTime() : ''}`
@@ -199,7 +199,7 @@ export function createReadService(pool: pg.Pool, registry: Registry) {
   }
 
   /** The environment as stored, with hidden parameters' entries masked. */
-  function maskEnvironment(t: { template: Record<string, unknown>; environment: Record<string, unknown> | null }, secrets: string[]): Record<string, unknown> {
+  function maskEnvironment(t: { template: Record<string, unknown>; environment: Record<string, unknown> | null }, secrets: Secrets): Record<string, unknown> {
     const env = { ...((t.environment ?? {}) as Record<string, unknown>) }
     const schemas = (t.template.parameters ?? {}) as Record<string, { hidden?: unknown } | null>
     for (const section of ['parameters', 'parameter_defaults']) {

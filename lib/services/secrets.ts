@@ -10,7 +10,7 @@
  */
 import { addForms } from '../template'
 
-export { holdsSecret, MASK, MIN_EMBEDDED, redact, redactText, secretList } from '../template'
+export { holdsSecret, MASK, MIN_EMBEDDED, redact, redactText, secretList, Secrets } from '../template'
 
 type Schemas = Record<string, { hidden?: unknown; default?: unknown; type?: unknown } | null | undefined>
 

@@ -117,7 +117,7 @@ export function buildDefinition(t: ParsedTemplate, opts: BuildOptions = {}): Sta
       deletionPolicy: r.deletionPolicy,
       // Metadata that needs resource values is kept as written (Kiln does not expose it at runtime).
       metadata: local.marks.hasDeferred(metadata) ? r.metadata : metadata,
-      ...(local.secrecy.learned.size ? { secretForms: secretList(local.secrecy.learned) } : {}),
+      ...(local.secrecy.learned.size ? { secretForms: [...local.secrecy.learned] } : {}),
     }
     for (const f of local.secrecy.learned) derived.add(f)
   }
@@ -143,7 +143,7 @@ export function buildDefinition(t: ParsedTemplate, opts: BuildOptions = {}): Sta
     for (const f of local.secrecy.learned) derived.add(f)
   }
 
-  const secretForms = secretList(hiddenForms)
+  const secretForms = [...secretList(hiddenForms).texts]
   if (!issues.empty && (secretForms.length || derived.size)) {
     // A message may quote a value (`expected a number, got …`): never a secret or one made from it.
     const all = secretList([...secretForms, ...derived])

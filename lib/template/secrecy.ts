@@ -17,7 +17,13 @@
  * unchanged (list_concat, map_merge, filter) make nothing new: what they pass
  * is a form already. A condition's outcome is a boolean, which is never
  * masked, so conditions do not count as reads.
+ *
+ * A resource row stores the forms its properties carry (storedForms); a form
+ * longer than LONGEST_KEPT_FORM (a file's content made from a secret) is
+ * stored as its SHA-256 and masked where it stands whole, so the row does not
+ * hold a second copy of it and reads do not load one.
  */
+import { createHash } from 'node:crypto'
 import { BudgetExceeded, type Budget } from './budget'
 
 export const MASK = '******'
@@ -48,45 +54,91 @@ export function addForms(v: unknown, list: boolean, into: Set<string>, budget?: 
   }
 }
 
-/** Sorted longest first, so that a value containing another is masked whole. */
-export const secretList = (s: Iterable<string>): string[] => [...new Set(s)].sort((a, b) => b.length - a.length)
+/** Forms longer than this are stored as their SHA-256, and masked where they stand whole. */
+export const LONGEST_KEPT_FORM = 512
+const DIGEST_ENTRY = /^#sha256:([0-9a-f]{64})$/
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex')
 
-/** Mask every secret form in a string: the whole string, or inside it. */
-export function redactText(text: string, secrets: readonly string[]): string {
-  for (const s of secrets) {
-    if (text === s) return MASK
-    if (s.length >= MIN_EMBEDDED && text.includes(s)) text = text.split(s).join(MASK)
+/** The forms as a row stores them: a long one as `#sha256:<hex>`. */
+export function storedForms(forms: Iterable<string>): string[] {
+  return [...new Set([...forms].map((f) => (f.length > LONGEST_KEPT_FORM ? `#sha256:${sha256(f)}` : f)))]
+}
+
+/** What to mask: forms as text, longest first (so a value containing another is masked whole), and digests of long forms. */
+export class Secrets {
+  readonly texts: readonly string[]
+  readonly digests: ReadonlySet<string>
+
+  constructor(forms: Iterable<string>) {
+    const texts = new Set<string>()
+    const digests = new Set<string>()
+    for (const f of forms) {
+      texts.add(f) // a digest entry is also text: a short form could have that shape
+      const m = DIGEST_ENTRY.exec(f)
+      if (m) digests.add(m[1]!)
+    }
+    this.texts = [...texts].sort((a, b) => b.length - a.length)
+    this.digests = digests
+  }
+
+  get empty(): boolean {
+    return this.texts.length === 0
+  }
+
+  /** Whether a long text is, whole, a form stored as its digest. */
+  digested(text: string): boolean {
+    return this.digests.size > 0 && text.length > LONGEST_KEPT_FORM && this.digests.has(sha256(text))
+  }
+}
+
+export const secretList = (forms: Iterable<string>): Secrets => new Secrets(forms)
+
+type SecretsLike = Secrets | readonly string[]
+const secretsOf = (s: SecretsLike): Secrets => (s instanceof Secrets ? s : new Secrets(s))
+
+function maskText(text: string, s: Secrets): string {
+  if (s.digested(text)) return MASK
+  for (const f of s.texts) {
+    if (text === f) return MASK
+    if (f.length >= MIN_EMBEDDED && text.includes(f)) text = text.split(f).join(MASK)
   }
   return text
 }
 
+/** Mask every secret form in a string: the whole string, or inside it. */
+export function redactText(text: string, secrets: SecretsLike): string {
+  return maskText(text, secretsOf(secrets))
+}
+
 /** Mask secret forms anywhere in a JSON value: inside strings and keys, and numbers equal to one. */
-export function redact<T>(value: T, secrets: readonly string[]): T {
-  if (!secrets.length) return value
+export function redact<T>(value: T, secrets: SecretsLike): T {
+  const s = secretsOf(secrets)
+  if (s.empty) return value
   const walk = (v: unknown): unknown => {
-    if (typeof v === 'string') return redactText(v, secrets)
-    if (typeof v === 'number') return secrets.includes(String(v)) ? MASK : v
+    if (typeof v === 'string') return maskText(v, s)
+    if (typeof v === 'number') return s.texts.includes(String(v)) ? MASK : v
     if (Array.isArray(v)) return v.map(walk)
-    if (v && typeof v === 'object' && Object.getPrototypeOf(v) === Object.prototype) return Object.fromEntries(Object.entries(v).map(([k, x]) => [redactText(k, secrets), walk(x)]))
+    if (v && typeof v === 'object' && Object.getPrototypeOf(v) === Object.prototype) return Object.fromEntries(Object.entries(v).map(([k, x]) => [maskText(k, s), walk(x)]))
     return v
   }
   return walk(value) as T
 }
 
-const textHolds = (text: string, secrets: readonly string[]) => secrets.some((s) => text === s || (s.length >= MIN_EMBEDDED && text.includes(s)))
+const textHolds = (text: string, s: Secrets) => s.digested(text) || s.texts.some((f) => text === f || (f.length >= MIN_EMBEDDED && text.includes(f)))
 
 /** Whether `redact` would mask anything in `value`; `budget`, when given, is charged for the search. */
-export function holdsSecret(value: unknown, secrets: readonly string[], budget?: Budget): boolean {
-  if (!secrets.length) return false
+export function holdsSecret(value: unknown, secrets: SecretsLike, budget?: Budget): boolean {
+  const s = secretsOf(secrets)
+  if (s.empty) return false
   const walk = (v: unknown): boolean => {
     if (typeof v === 'string') {
-      budget?.op(1 + ((secrets.length * (v.length + 64)) >> 6))
-      return textHolds(v, secrets)
+      budget?.op(1 + (((s.texts.length + 1) * (v.length + 64)) >> 6))
+      return textHolds(v, s)
     }
     budget?.op()
-    if (typeof v === 'number') return secrets.includes(String(v))
+    if (typeof v === 'number') return s.texts.includes(String(v))
     if (Array.isArray(v)) return v.some(walk)
-    if (v && typeof v === 'object') return Object.entries(v).some(([k, x]) => textHolds(k, secrets) || walk(x))
+    if (v && typeof v === 'object') return Object.entries(v).some(([k, x]) => textHolds(k, s) || walk(x))
     return false
   }
   return walk(value)
@@ -198,7 +250,7 @@ export class Secrecy {
     void result
   }
 
-  /** The secret forms a value carries as its own strings, numbers and keys (what a resource row stores with its properties). */
+  /** The secret forms a value carries as its own strings, numbers and keys (what a resource row stores with its properties, as storedForms). */
   carried(v: unknown): string[] {
     if (!this.learned.size && this.known.every((k) => !k.size)) return []
     const out = new Set<string>()
@@ -216,7 +268,7 @@ export class Secrecy {
       }
     }
     walk(v, 0)
-    return secretList(out)
+    return [...out]
   }
 }
 

@@ -12,6 +12,7 @@
  * Every problem is a TemplateIssue naming the template path, line and column.
  */
 import type { Budget } from './budget'
+import type { Secrets } from './secrecy'
 
 /** 1-based line and column in the submitted text. */
 export interface SourcePosition {
@@ -215,7 +216,7 @@ export interface ResolveContext {
   /** Whether the resource's type declares this attribute `secret` (absent: none is). */
   secretAttribute?(name: string, attribute: string): boolean
   /** Secret forms the resource's row was made from (its stored secret_forms): an attribute holding one is secret. */
-  secretFormsOf?(name: string): readonly string[]
+  secretFormsOf?(name: string): Secrets | undefined
 }
 
 /**

@@ -674,6 +674,11 @@ resources:
         str_replace:
           template: "DATABASE_URL=DBURL\\nSIGNAL_TOKEN=TOKEN\\n"
           params: { DBURL: { get_attr: [db, url] }, TOKEN: { get_attr: [handle, token] } }
+  long_file:
+    type: Kiln::File
+    properties:
+      path: derived/long.txt
+      content: { str_replace: { template: "${'line of text '.repeat(80)}TOKEN", params: { TOKEN: { get_attr: [handle, token] } } } }
   signal_script:
     type: Kiln::File
     properties:
@@ -761,7 +766,7 @@ describe('secrets derived by functions', () => {
     expect(failed).toMatch(/^Resource CREATE failed: Value '.+' is not a number$/)
 
     const traversals = (await api.call('GET', `/api/stacks/${stack.id}/traversals`)).body.traversals.map((t: { id: string }) => t.id) as string[]
-    const resources = ['handle', 'db', 'env_file', 'signal_script', 'pieces', 'rejoined', 'replaced', 'repeated', 'at_runtime', 'echo', 'as_number']
+    const resources = ['handle', 'db', 'env_file', 'long_file', 'signal_script', 'pieces', 'rejoined', 'replaced', 'repeated', 'at_runtime', 'echo', 'as_number']
     const { leaks, fetched } = await sweep(stackUrls({ id: stack.id, name: 'derived', traversals, resources, keys: [...SENSITIVE, 'endpoint'] }), stack.needles)
     expect(fetched).toBeGreaterThan(60)
     for (const f of stack.frames) {
@@ -779,6 +784,10 @@ describe('secrets derived by functions', () => {
     const row = (n: string) => rows.find((r) => r.name === n)!
     expect(row('env_file').properties).toMatchObject({ path: 'derived/app.env', content: '******' })
     expect(row('signal_script').properties.content).toBe('******')
+    // a long value made from a secret is stored as its digest (not a second copy) and still masked whole
+    expect(row('long_file').properties.content).toBe('******')
+    const digested = (await c.db.pool.query(`SELECT secret_forms FROM resource WHERE stack_id = $1 AND name = 'long_file'`, [stack.id])).rows[0].secret_forms as string[]
+    expect(digested).toEqual([expect.stringMatching(/^#sha256:[0-9a-f]{64}$/)])
     expect(row('pieces').properties.value).toEqual(['******', '******', '******'])
     expect(row('echo').attributes.value).toEqual(['******', '******', '******'])
     expect(row('replaced').properties.value).toBe('******')

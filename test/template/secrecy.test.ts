@@ -9,7 +9,7 @@ import { describe, expect, test } from 'vitest'
 import { decodeDeferred, encodeDeferred } from '../../lib/evaluation/codec'
 import { valuesContext } from '../../lib/evaluation/tasks'
 import { builtinTypes, createRegistry, typeCatalog } from '../../lib/resources/registry'
-import { buildDefinition, knownSecrets, parseTemplate, redact, resolveOutputs, resolveSecretAware, TemplateError, type ResolveContext, type StackDefinition } from '../../lib/template'
+import { buildDefinition, holdsSecret, knownSecrets, parseTemplate, redact, resolveOutputs, resolveSecretAware, secretList, storedForms, TemplateError, type ResolveContext, type StackDefinition } from '../../lib/template'
 
 const types = typeCatalog(createRegistry(builtinTypes()))
 const PW = 'Hunter2-s3cret,second-part'
@@ -151,6 +151,19 @@ describe('at run time', () => {
     const shown = redact({ v: resolve(def, 'repeated').properties, note: 'the key was Hunter2-s3cret' }, forms.sort((a, b) => b.length - a.length))
     expect(JSON.stringify(shown)).not.toMatch(/Hunter2|second-part/)
     expect(JSON.stringify(shown)).toContain('constant-text')
+  })
+
+  test('a long form is stored as its digest and masked where it stands whole', () => {
+    const long = `${'x'.repeat(600)}${TOKEN}`
+    const stored = storedForms([long, TOKEN])
+    expect(stored).toEqual([expect.stringMatching(/^#sha256:[0-9a-f]{64}$/), TOKEN])
+    expect(JSON.stringify(stored)).not.toContain('x'.repeat(100))
+    const secrets = secretList(stored)
+    expect(redact({ a: long, b: [long], c: `${long}!`, d: 'short and open' }, secrets)).toEqual({ a: '******', b: ['******'], c: `${'x'.repeat(600)}******!`, d: 'short and open' })
+    expect(holdsSecret(long, secretList([stored[0]!]))).toBe(true)
+    expect(holdsSecret(`${long}!`, secretList([stored[0]!]))).toBe(false) // whole only
+    // a short form that merely looks like a digest entry is still masked as text
+    expect(redact('#sha256:' + 'a'.repeat(64), secretList(['#sha256:' + 'a'.repeat(64)]))).toBe('******')
   })
 
   test('a context without secret information (a preview) evaluates as before', () => {
