@@ -214,14 +214,14 @@ export function createReadService(pool: pg.Pool, registry: Registry) {
    * The stack's outputs. One evaluated from a secret (or whose value holds one) is `sensitive`:
    * its value is masked whole, unless it is the output named by `reveal`.
    */
-  async function outputs(stack: Record<string, unknown>, reveal: string | null = null): Promise<Record<string, ResolvedOutput>> {
+  async function outputs(stack: Record<string, unknown>, reveal: string | null = null, known?: Secrets): Promise<Record<string, ResolvedOutput>> {
     const t = await templateOf((stack.raw_template_id as string | null) ?? null)
     if (!t) return {}
     let snippets: Record<string, OutputSnippet>
     try {
       snippets = await staticOutputs(t, stack)
     } catch (err) {
-      return { _error: { value: null, error: redact((err as Error).message, await stackSecrets(stack.id)) } }
+      return { _error: { value: null, error: redact((err as Error).message, known ?? (await stackSecrets(stack.id))) } }
     }
     if (!Object.keys(snippets).length) return {}
     const { rows } = await pool.query(
@@ -245,7 +245,7 @@ export function createReadService(pool: pg.Pool, registry: Registry) {
       if (!(err instanceof BudgetExceeded)) throw err
       resolved = Object.fromEntries(Object.entries(snippets).map(([k, o]) => [k, { ...(o.description !== undefined ? { description: o.description } : {}), value: null, error: err.message }]))
     }
-    const secrets = await stackSecrets(stack.id)
+    const secrets = known ?? (await stackSecrets(stack.id))
     return Object.fromEntries(
       Object.entries(resolved).map(([k, o]) => {
         const shown: ResolvedOutput = { ...(o.description !== undefined ? { description: redact(o.description, secrets) } : {}), value: null }
@@ -306,7 +306,7 @@ export function createReadService(pool: pg.Pool, registry: Registry) {
         disableRollback: Boolean(s.disable_rollback),
         templateId: (s.raw_template_id as string | null) ?? null,
         parameters: maskedParameters(t),
-        outputs: await outputs(s),
+        outputs: await outputs(s, null, secrets),
         deletedAt: iso(s.deleted_at),
         lastSeq: Number(s.last_seq),
       }
