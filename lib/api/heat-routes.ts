@@ -8,6 +8,7 @@
  */
 import { describeType } from '../resources/registry'
 import type { Principal } from '../services/accounts'
+import { NotFoundError } from '../services/errors'
 import type { PreviewItem } from '../services/preview'
 import { MASK } from '../services/reads'
 import { actorOf, type ApiDeps } from './deps'
@@ -226,8 +227,11 @@ export function heatRoutes(d: ApiDeps, router: Router<Principal>, signals: Signa
     })
     .add('GET', '/v1/:project/stacks/:name/:id/outputs/:key', async (c) => {
       const s = await identified(c)
-      const o = (await d.reads.outputs(actorOf(c.principal), String(s.id)))[c.params.key!]
-      if (!o) throw new HttpError(404, 'not_found', `Specified output key ${c.params.key} not found.`)
+      // `openstack stack output show` names the output: an explicit request, so a sensitive one is shown.
+      const o = await d.reads.output(actorOf(c.principal), String(s.id), c.params.key!, { reveal: true }).catch((err: unknown) => {
+        if (err instanceof NotFoundError) throw new HttpError(404, 'not_found', `Specified output key ${c.params.key} not found.`)
+        throw err
+      })
       return json({ output: { output_key: c.params.key, output_value: o.value, description: o.description ?? 'No description given', ...(o.error ? { output_error: o.error } : {}) } })
     })
     .add('GET', '/v1/:project/stacks/:name/:id/resources', async (c) => {

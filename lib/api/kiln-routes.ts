@@ -10,7 +10,7 @@ import { checkSubmission } from '../services/templates'
 import { typeCatalog } from '../resources/registry'
 import { ForbiddenError, ValidationError } from '../services/errors'
 import { actorOf, type ApiDeps } from './deps'
-import { HttpError, intParam, json, parse, Router, sessionCookie, tooManyAttempts } from './http'
+import { boolParam, HttpError, intParam, json, parse, Router, sessionCookie, tooManyAttempts } from './http'
 import { openApiDocument } from './openapi'
 import { webMetrics } from '../services/metrics'
 import { signalFrom, type SignalService } from '../services/signals'
@@ -178,6 +178,11 @@ export function kilnRoutes(d: ApiDeps, router: Router<Principal>, signals: Signa
     })
     .add('GET', '/api/stacks/:stack/template', async (c) => json(await d.reads.template(actorOf(c.principal), c.params.stack!)))
     .add('GET', '/api/stacks/:stack/outputs', async (c) => json({ outputs: await d.reads.outputs(actorOf(c.principal), c.params.stack!) }))
+    // A sensitive output's value is shown only here, asked for by name with reveal=true.
+    .add('GET', '/api/stacks/:stack/outputs/:key', async (c) => {
+      const reveal = boolParam(c.url.searchParams.get('reveal'), 'reveal')
+      return json({ output: { key: c.params.key!, ...(await d.reads.output(actorOf(c.principal), c.params.stack!, c.params.key!, { reveal })) } })
+    })
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i

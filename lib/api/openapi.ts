@@ -36,7 +36,7 @@ export function openApiDocument(): Record<string, unknown> {
     { method: 'post', path: '/api/templates/validate', summary: 'Validate a template; errors name path, line and column', body: s.ValidateBody, ok: 200 },
     { method: 'get', path: '/api/stacks', summary: 'List stacks (filter by status or name; paginate with marker)', query: ['status', 'name', 'limit', 'marker'], ok: 200 },
     { method: 'post', path: '/api/stacks', summary: 'Create a stack', body: s.CreateBody, ok: 201 },
-    { method: 'get', path: '/api/stacks/{stack}', summary: 'Show a stack (by id or name), with parameters (hidden ones masked) and outputs (outputs=0: without them)', query: ['outputs'], ok: 200 },
+    { method: 'get', path: '/api/stacks/{stack}', summary: 'Show a stack (by id or name), with parameters (hidden ones masked) and outputs (sensitive ones masked; outputs=0: without them)', query: ['outputs'], ok: 200 },
     { method: 'put', path: '/api/stacks/{stack}', summary: 'Update with a new template (also while IN_PROGRESS: supersedes the running traversal)', body: s.UpdateBody, ok: 202 },
     { method: 'patch', path: '/api/stacks/{stack}', summary: 'Update reusing the current template; given parameters override', body: s.UpdateBody, ok: 202 },
     { method: 'delete', path: '/api/stacks/{stack}', summary: 'Delete (also while IN_PROGRESS: in-flight actions are aborted)', ok: 202 },
@@ -55,7 +55,8 @@ export function openApiDocument(): Record<string, unknown> {
     { method: 'get', path: '/api/stacks/{stack}/traversals/{traversal}/template', summary: 'The template, environment and parameters (hidden masked) a traversal ran with', ok: 200 },
     { method: 'get', path: '/api/stacks/{stack}/traversals/{traversal}/graph', summary: 'A traversal graph (traversal id or `current`) as Cytoscape JSON, DOT or GraphML', query: ['format'], ok: 200 },
     { method: 'get', path: '/api/stacks/{stack}/template', summary: 'The current template, environment and parameters (hidden masked)', ok: 200 },
-    { method: 'get', path: '/api/stacks/{stack}/outputs', summary: 'Outputs resolved from the current resources', ok: 200 },
+    { method: 'get', path: '/api/stacks/{stack}/outputs', summary: 'Outputs resolved from the current resources; an output evaluated from a secret is masked and marked sensitive: true', ok: 200 },
+    { method: 'get', path: '/api/stacks/{stack}/outputs/{key}', summary: 'One output; reveal=true shows a sensitive output’s value (the only place it is shown)', query: ['reveal'], ok: 200 },
   ]
   const paths: Record<string, Record<string, unknown>> = {}
   for (const op of ops) {

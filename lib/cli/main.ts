@@ -1,7 +1,7 @@
 /**
  * `kiln`: the command-line client of Kiln's REST API.
  *
- *   kiln stack create|update|preview|cancel|delete|list|show|events|watch|export-graph
+ *   kiln stack create|update|preview|cancel|delete|list|show|output|events|watch|export-graph
  *   kiln template validate
  *
  * URL and token come from --url/--token or KILN_URL/KILN_TOKEN. `--wait` and
@@ -114,9 +114,29 @@ stack
         '',
         'parameters: ' + JSON.stringify(s.parameters),
         'outputs:',
-        ...Object.entries(s.outputs as Record<string, { value: unknown; error?: string }>).map(([k, v]) => `  ${k} = ${v.error ? `(error: ${v.error})` : JSON.stringify(v.value)}`),
+        ...Object.entries(s.outputs as Record<string, Output>).map(([k, v]) => `  ${outputLine(k, v)}`),
       ].join('\n'),
     )
+  })
+
+type Output = { value: unknown; error?: string; sensitive?: boolean }
+const outputLine = (k: string, v: Output) => `${k} = ${v.error ? `(error: ${v.error})` : JSON.stringify(v.value)}${v.sensitive ? ' (sensitive)' : ''}`
+
+stack
+  .command('output <stack> [key]')
+  .description("show a stack's outputs, or one; a sensitive output (evaluated from a secret) is masked unless named with --reveal")
+  .option('--reveal', "show the named sensitive output's value", false)
+  .action(async (ref, key: string | undefined, o) => {
+    if (o.reveal && !key) fail('--reveal shows one output: name it (kiln stack output <stack> <key> --reveal)')
+    const c = client()
+    const base = `/api/stacks/${encodeURIComponent(ref)}/outputs`
+    if (!key) {
+      const res = await c.get(base)
+      return print(res.outputs, () => Object.entries(res.outputs as Record<string, Output>).map(([k, v]) => outputLine(k, v)).join('\n') || 'no outputs')
+    }
+    const res = await c.get(`${base}/${encodeURIComponent(key)}${o.reveal ? '?reveal=true' : ''}`)
+    // A revealed value alone, as `terraform output NAME` prints it: a script can use it as it is.
+    print(res.output, () => (o.reveal && !res.output.error ? (typeof res.output.value === 'string' ? res.output.value : JSON.stringify(res.output.value)) : outputLine(key, res.output)))
   })
 
 stack

@@ -17,8 +17,11 @@ import type { Logger } from '../logger'
 import type { OutsideObjects, OutsideOwner, ResourceContext, ResourceState, ResourceType, ResourceTypeConfig } from '../resources/types'
 import { ReplaceRequired } from '../resources/types'
 import { changedProperties, needsReplacement, validateProperties } from '../resources/schema'
+import { addSecretValues, secretsOfType } from '../resources/secrets'
 import { propertiesOf } from '../evaluation/bounded'
+import { storedForms } from '../template'
 import { decideCleanup, decideUpdate } from './decide'
+import { NodeSecrets } from './node-secrets'
 import type { ActionOutcome, BeginResult, ClaimedJob, ConvergenceStore, FinishRequest, HeadStart, NodeScope, OutsideObjectStore, ResourceRow } from './ports'
 import type { TraversalCache, TraversalContext } from './traversal-context'
 import type { NodePayload, ResourceAction } from './types'
@@ -89,6 +92,7 @@ function payloadOf(row: ResourceRow, over: Partial<NodePayload> = {}): NodePaylo
     attributes: row.attributes ?? {},
     action: row.action,
     status: row.status,
+    ...(row.secretForms.length ? { secretForms: row.secretForms } : {}),
     ...over,
   }
 }
@@ -126,6 +130,10 @@ class NodeRun {
   private readonly scope: NodeScope
   private readonly key: { rid: number; update: boolean }
   private readonly log: Logger
+  /** What no reason, event or log line of this node may show. */
+  private readonly secrets: NodeSecrets
+  /** The secret forms the resolved properties carry: stored on the row with them. */
+  private secretForms: string[] = []
 
   constructor(
     private readonly deps: NodeRunnerDeps,
@@ -136,7 +144,17 @@ class NodeRun {
     this.row = begun.resource
     this.scope = { stack: begun.stack, traversal: begun.traversal }
     this.key = { rid: job.graphKeyId ?? job.resourceId!, update: job.isUpdate! }
-    this.log = deps.log.scope({ stack: begun.stack.name, trav: begun.traversal.id.slice(0, 8), res: `${this.row.name}#${this.row.id}`, node: this.key.update ? 'update' : 'cleanup' })
+    this.secrets = new NodeSecrets({
+      types: deps.types,
+      known: () => {
+        const def = this.ctx?.definition
+        return def ? [...def.secretForms, ...(def.resources[this.row.name]?.secretForms ?? [])] : []
+      },
+      row: this.row,
+      inputs: begun.inputs,
+      typeOfInput: (name) => this.ctx?.definition?.resources[name]?.type,
+    })
+    this.log = this.secrets.logger(deps.log.scope({ stack: begun.stack.name, trav: begun.traversal.id.slice(0, 8), res: `${this.row.name}#${this.row.id}`, node: this.key.update ? 'update' : 'cleanup' }))
   }
 
   private links() {
@@ -172,16 +190,9 @@ class NodeRun {
     return { outcome, next: res.claimed }
   }
 
-  /** Hidden parameter values never reach a status reason, an event or a log line. */
+  /** No secret (node-secrets.ts) reaches a status reason, an event or a log line. */
   private redact(text: string): string {
-    const def = this.ctx?.definition
-    if (!def) return text
-    for (const name of def.hiddenParameters) {
-      const v = def.parameters[name]
-      const value = typeof v === 'string' ? v : v === undefined || v === null ? '' : JSON.stringify(v)
-      if (value.length >= 1) text = text.split(value).join('******')
-    }
-    return text
+    return this.secrets.mask(text)
   }
 
   private fail(action: ResourceAction, reason: string, aborted = false): Promise<NodeResult> {
@@ -215,7 +226,7 @@ class NodeRun {
         const now = Date.now()
         if (now - last < every) return
         last = now
-        void this.deps.store.reportProgress(as.job(), msg, fraction ?? null)
+        void this.deps.store.reportProgress(as.job(), this.redact(msg), fraction ?? null)
       },
       log: this.log,
       config: this.deps.typeConfig,
@@ -295,13 +306,20 @@ class NodeRun {
     try {
       // Within a small allowance on this thread, else on an evaluation thread under the full budget;
       // a spent budget fails this node with the budget's name (BudgetExceeded's message).
-      const resolved = await propertiesOf(this.ctx!.definition!, this.row.name, this.begun.inputs)
+      const inputs = this.begun.inputs.map((p) => ({ ...p, secretAttributes: secretsOfType(this.deps.types.get(this.ctx!.definition!.resources[p.name]?.type ?? '')).attributes }))
+      const { properties: resolved, secretForms } = await propertiesOf(this.ctx!.definition!, this.row.name, inputs)
+      this.secrets.learn(secretForms)
       const checked = validateProperties(type.properties, resolved, { acceptUnknown: type.acceptsAnyProperties === true })
       if (checked.issues.length) {
         const text = checked.issues.map((i) => `resources.${this.row.name}.properties.${i.path}: ${i.message}`).join('; ')
         return this.fail(creating ? 'CREATE' : 'UPDATE', `Property error: ${text}`)
       }
       props = checked.value
+      // Stored with the properties: values its type declares secret are secret wherever else they show.
+      const forms = new Set(secretForms)
+      addSecretValues(type, { properties: props }, forms)
+      this.secretForms = storedForms(forms)
+      this.secrets.learn(forms)
     } catch (err) {
       return this.fail(creating ? 'CREATE' : 'UPDATE', message(err))
     }
@@ -311,11 +329,11 @@ class NodeRun {
     const decision = creating
       ? ({ kind: 'create' } as const)
       : decideUpdate({ row: this.row, newType: def.type, newProperties: props, changed, notUpdatable: needsReplacement(type.properties, changed) })
-    const common = { currentTemplateId: this.scope.traversal.rawTemplateId, requires: this.requires(), deletionPolicy: def.deletionPolicy, clearReplacedBy: true }
+    const common = { currentTemplateId: this.scope.traversal.rawTemplateId, requires: this.requires(), deletionPolicy: def.deletionPolicy, clearReplacedBy: true, secretForms: this.secretForms }
 
     switch (decision.kind) {
       case 'noop':
-        return this.finish({ ok: true, reason: 'unchanged', set: common, payload: payloadOf(this.row) }, 'unchanged')
+        return this.finish({ ok: true, reason: 'unchanged', set: common, payload: payloadOf({ ...this.row, secretForms: this.secretForms }) }, 'unchanged')
       case 'replace':
         return this.replace(def.type, decision.reason, true, props)
       case 'create': {
@@ -356,7 +374,7 @@ class NodeRun {
     const physicalId = out.physicalId !== undefined ? out.physicalId : (this.row.physicalId ?? physicalName(this.scope.stack.name, this.row))
     const attributes = out.attributes ?? this.row.attributes ?? {}
     const set = { ...common, action, status: 'COMPLETE' as const, statusReason: 'state changed', type, physicalId, properties: props, attributes, data: out.data ?? this.row.data ?? {} }
-    const payload = payloadOf(this.row, { physicalId, attributes, action, status: 'COMPLETE' })
+    const payload = payloadOf({ ...this.row, secretForms: this.secretForms }, { physicalId, attributes, action, status: 'COMPLETE' })
     return this.finish({ ok: true, reason: 'state changed', set, resourceEvent: true, payload }, outcome)
   }
 
@@ -389,6 +407,7 @@ class NodeRun {
   private async replace(type: string, reason: string, holdsLock: boolean, props: Record<string, unknown>): Promise<NodeResult> {
     this.unmarked = null
     const head = this.headStart(type, props)
+    reason = this.redact(reason)
     const req = { type, requires: this.requires(), reason, claim: this.deps.inline, holdsLock, ...(head ? { uuid: head.uuid } : {}) }
     const res = await this.deps.store.replaceNode(this.job, req).catch((err: unknown) => {
       head?.abort('the replace call failed')

@@ -63,6 +63,8 @@ export interface ResourceRow {
   pendingProperties: Record<string, unknown> | null
   attributes: Record<string, unknown> | null
   data: Record<string, unknown> | null
+  /** Forms of the secret values its properties were made from (see lib/template/secrecy.ts). */
+  secretForms: string[]
   deletionPolicy: string
   engineId: string | null
   lockTraversalId: string | null
@@ -88,6 +90,7 @@ export interface RowUpdate {
   properties?: Record<string, unknown>
   attributes?: Record<string, unknown>
   data?: Record<string, unknown>
+  secretForms?: string[]
   requires?: number[]
   currentTemplateId?: string
   deletionPolicy?: string

@@ -86,4 +86,6 @@ export interface NodePayload {
   attributes: Record<string, unknown>
   action: ResourceAction
   status: ResourceStatus
+  /** The secret forms the row's properties carry (an attribute that passes one on is secret too). */
+  secretForms?: string[]
 }

@@ -6,7 +6,7 @@
 import { catalogFromData, schemasFromData } from '../resources/catalog'
 import { computePreview, type PreviewInput } from '../services/preview'
 import { budgetError, checkSubmissionNow, type PortableCheckContext, type Submission } from '../services/templates'
-import { buildDefinition, parseEnvironment, parseTemplate, resolveOutputs, resolveProperties } from '../template'
+import { buildDefinition, parseEnvironment, parseTemplate, resolveOutputs, resolveSecretAware, secretList, type Secrets } from '../template'
 import { Budget, BudgetExceeded, type EvaluationLimits } from '../template/budget'
 import type { PortableDefinition, ResolveContext } from '../template/types'
 import { decodeDeferred, encodeDeferred } from './codec'
@@ -28,12 +28,16 @@ export interface ResourceValues {
   name: string
   physicalId: string | null
   attributes: Record<string, unknown> | null
+  /** Attributes its type declares secret. */
+  secretAttributes?: string[]
+  /** The secret forms its row was made from (resource.secret_forms). */
+  secretForms?: string[]
 }
 
 export type Task =
   | { kind: 'submission'; sub: Submission; ctx: PortableCheckContext }
   | { kind: 'definition'; stored: StoredTemplate; outputsOnly: boolean }
-  | { kind: 'properties'; name: string; properties: unknown; inputs: ResourceValues[] }
+  | { kind: 'properties'; name: string; properties: unknown; inputs: ResourceValues[]; known: string[] }
   | { kind: 'outputs'; outputs: unknown; rows: ResourceValues[] }
   | { kind: 'preview'; sub: Submission; ctx: PortableCheckContext; preview: Omit<PreviewInput, 'next' | 'target'>; target: StoredTemplate | null }
 
@@ -54,14 +58,23 @@ export function storedDefinition(stored: StoredTemplate, budget: Budget, outputs
     outputsOnly,
     budget,
   })
-  return { parameters: def.parameters, hiddenParameters: def.hiddenParameters, resources: def.resources, outputs: def.outputs }
+  return { parameters: def.parameters, hiddenParameters: def.hiddenParameters, secretForms: def.secretForms, resources: def.resources, outputs: def.outputs }
 }
 
 export function valuesContext(rows: ResourceValues[]): ResolveContext {
   const byName = new Map(rows.map((r) => [r.name, r]))
+  const forms = new Map<string, Secrets>()
   return {
     getResource: (name) => byName.get(name)?.physicalId ?? null,
     getAttr: (name, attribute) => byName.get(name)?.attributes?.[attribute] ?? null,
+    secretAttribute: (name, attribute) => byName.get(name)?.secretAttributes?.includes(attribute) === true,
+    secretFormsOf: (name) => {
+      const stored = byName.get(name)?.secretForms
+      if (!stored?.length) return undefined
+      let s = forms.get(name)
+      if (!s) forms.set(name, (s = secretList(stored)))
+      return s
+    },
   }
 }
 
@@ -74,7 +87,7 @@ export function runTask(task: Task, limits: EvaluationLimits): unknown {
       return encodeDeferred(storedDefinition(task.stored, budget(), task.outputsOnly))
     case 'properties': {
       const resources = { [task.name]: { properties: decodeDeferred(task.properties) } } as unknown as PortableDefinition['resources']
-      return resolveProperties({ resources }, task.name, valuesContext(task.inputs), budget())
+      return resolveSecretAware({ resources }, task.name, valuesContext(task.inputs), task.known, budget())
     }
     case 'outputs':
       return resolveOutputs({ outputs: decodeDeferred(task.outputs) as PortableDefinition['outputs'] }, valuesContext(task.rows), budget())

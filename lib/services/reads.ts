@@ -1,21 +1,25 @@
 /**
  * Read side of the service layer: stacks, resources, events, traversals,
  * graphs, templates and outputs of one project. Every query is scoped to the
- * actor's project; another project's stack is "not found". Hidden parameter
- * values and secret attributes are masked here, once, for every caller (API,
- * Heat API, UI, CLI).
+ * actor's project; another project's stack is "not found". Secrets are
+ * masked here, once, for every caller (API, Heat API, UI, CLI): hidden
+ * parameter values, secret attributes, and every value derived from them
+ * (each row stores the forms its properties carry, resource.secret_forms), by
+ * value wherever they show; an output evaluated from a secret is `sensitive`
+ * and shown only when asked for by name with `reveal`.
  */
 import type pg from 'pg'
 import { toCytoscape, toDot, toGraphML, type NodeAnnotation } from '../engine/export'
 import type { NodeId, TraversalGraph } from '../engine/types'
 import type { Registry } from '../resources/registry'
 import { shownValue } from '../resources/schema'
+import { addSecretValues, secretsOfType } from '../resources/secrets'
 import { definitionOf, outputsOf } from '../evaluation/bounded'
 import type { ResolvedOutput } from '../template'
 import { BudgetExceeded } from '../template/budget'
 import type { OutputSnippet } from '../template/types'
 import { NotFoundError, ValidationError } from './errors'
-import { hiddenValues as hiddenForms, MASK, redact, secretList } from './secrets'
+import { hiddenValues as hiddenForms, holdsSecret, MASK, redact, secretList, type Secrets } from './secrets'
 import type { Actor, StackRecord } from './stacks'
 
 export { MASK }
@@ -73,8 +77,11 @@ const PROGRESS_SQL = `
 const OUTPUTS_CACHE_SIZE = 256
 
 export function createReadService(pool: pg.Pool, registry: Registry) {
-  /** Hidden values per stack (see stackSecrets), least recently computed first. */
-  const secretsCache = new Map<string, { key: string; secrets: string[] }>()
+  /** Types that declare a secret attribute or property: their rows' values are secrets of the stack. */
+  const secretTypes = registry.list().filter((t) => secretsOfType(t).attributes.length || secretsOfType(t).properties.length).map((t) => t.name)
+  const propertySecretTypes = registry.list().filter((t) => secretsOfType(t).properties.length).map((t) => t.name)
+  /** Hidden values per stack (see hiddenSecrets), least recently computed first. */
+  const secretsCache = new Map<string, { key: string; secrets: Secrets }>()
   /**
    * A template's outputs with parameters and conditions applied (what is left: references to
    * resources), by template id. Reads evaluate them once per template, not on every GET, and
@@ -127,13 +134,13 @@ export function createReadService(pool: pg.Pool, registry: Registry) {
     return out
   }
 
-  function maskAttributes(type: string, attrs: Record<string, unknown> | null, secrets: string[]): Record<string, unknown> {
+  function maskAttributes(type: string, attrs: Record<string, unknown> | null, secrets: Secrets): Record<string, unknown> {
     const t = registry.get(type)
     if (!attrs) return {}
     return Object.fromEntries(Object.entries(attrs).map(([k, v]) => [k, t?.attributes[k]?.secret ? MASK : redact(v, secrets)]))
   }
 
-  function maskProperties(type: string, props: Record<string, unknown> | null, secrets: string[]): Record<string, unknown> | null {
+  function maskProperties(type: string, props: Record<string, unknown> | null, secrets: Secrets): Record<string, unknown> | null {
     if (!props) return null
     const t = registry.get(type)
     // A large value (a file's content) is cut to what its schema shows (shownUpToBytes).
@@ -141,10 +148,34 @@ export function createReadService(pool: pg.Pool, registry: Registry) {
   }
 
   /**
+   * Every secret of the stack, longest first: its hidden parameters' values, the values of its rows'
+   * secret attributes (and properties), and the forms each row's properties were derived from.
+   */
+  async function stackSecrets(stackId: unknown): Promise<Secrets> {
+    const [hidden, rows] = await Promise.all([hiddenSecrets(stackId), rowSecrets(stackId)])
+    return rows.size ? secretList([...hidden.texts, ...rows]) : hidden
+  }
+
+  /** What the stack's rows hold that is secret (rows change: read each time, one indexed query). */
+  async function rowSecrets(stackId: unknown): Promise<Set<string>> {
+    const { rows } = await pool.query(
+      `SELECT type, secret_forms, CASE WHEN type = ANY($2::text[]) THEN attributes END AS attributes, CASE WHEN type = ANY($3::text[]) THEN properties END AS properties
+         FROM resource WHERE stack_id = $1 AND (cardinality(secret_forms) > 0 OR type = ANY($2::text[]))`,
+      [stackId, secretTypes, propertySecretTypes],
+    )
+    const out = new Set<string>()
+    for (const r of rows) {
+      for (const f of (r.secret_forms as string[] | null) ?? []) out.add(f)
+      addSecretValues(registry.get(String(r.type)), r, out)
+    }
+    return out
+  }
+
+  /**
    * Every form of every hidden parameter value any template of the stack was given (request,
    * environment or default): rows, events and reasons of earlier templates may still hold old values.
    */
-  async function stackSecrets(stackId: unknown): Promise<string[]> {
+  async function hiddenSecrets(stackId: unknown): Promise<Secrets> {
     // Templates are only ever added: their count and newest time say whether the cached list still holds.
     const { rows: [k] } = await pool.query(`SELECT count(*)::int AS n, max(created_at) AS at FROM raw_template WHERE stack_id = $1`, [stackId])
     const key = `${k?.n}|${k?.at ? new Date(k.at).getTime() : ''}`
@@ -168,7 +199,7 @@ export function createReadService(pool: pg.Pool, registry: Registry) {
   }
 
   /** The environment as stored, with hidden parameters' entries masked. */
-  function maskEnvironment(t: { template: Record<string, unknown>; environment: Record<string, unknown> | null }, secrets: string[]): Record<string, unknown> {
+  function maskEnvironment(t: { template: Record<string, unknown>; environment: Record<string, unknown> | null }, secrets: Secrets): Record<string, unknown> {
     const env = { ...((t.environment ?? {}) as Record<string, unknown>) }
     const schemas = (t.template.parameters ?? {}) as Record<string, { hidden?: unknown } | null>
     for (const section of ['parameters', 'parameter_defaults']) {
@@ -179,23 +210,33 @@ export function createReadService(pool: pg.Pool, registry: Registry) {
     return redact(env, secrets)
   }
 
-  async function outputs(stack: Record<string, unknown>): Promise<Record<string, ResolvedOutput>> {
+  /**
+   * The stack's outputs. One evaluated from a secret (or whose value holds one) is `sensitive`:
+   * its value is masked whole, unless it is the output named by `reveal`.
+   */
+  async function outputs(stack: Record<string, unknown>, reveal: string | null = null, known?: Secrets): Promise<Record<string, ResolvedOutput>> {
     const t = await templateOf((stack.raw_template_id as string | null) ?? null)
     if (!t) return {}
     let snippets: Record<string, OutputSnippet>
     try {
       snippets = await staticOutputs(t, stack)
     } catch (err) {
-      return { _error: { value: null, error: redact((err as Error).message, await stackSecrets(stack.id)) } }
+      return { _error: { value: null, error: redact((err as Error).message, known ?? (await stackSecrets(stack.id))) } }
     }
     if (!Object.keys(snippets).length) return {}
     const { rows } = await pool.query(
-      `SELECT DISTINCT ON (name) name, type, physical_id, attributes FROM resource
+      `SELECT DISTINCT ON (name) name, type, physical_id, attributes, secret_forms FROM resource
         WHERE stack_id = $1 AND action IN ('CREATE', 'UPDATE', 'CHECK') AND status = 'COMPLETE' AND current_template_id IS NOT NULL
         ORDER BY name, id DESC`,
       [stack.id],
     )
-    const values = rows.map((r) => ({ name: String(r.name), physicalId: (r.physical_id as string | null) ?? null, attributes: (r.attributes as Record<string, unknown> | null) ?? null }))
+    const values = rows.map((r) => ({
+      name: String(r.name),
+      physicalId: (r.physical_id as string | null) ?? null,
+      attributes: (r.attributes as Record<string, unknown> | null) ?? null,
+      secretAttributes: secretsOfType(registry.get(String(r.type))).attributes,
+      secretForms: (r.secret_forms as string[] | null) ?? [],
+    }))
     let resolved: Record<string, ResolvedOutput>
     try {
       resolved = await outputsOf(snippets, values)
@@ -204,7 +245,19 @@ export function createReadService(pool: pg.Pool, registry: Registry) {
       if (!(err instanceof BudgetExceeded)) throw err
       resolved = Object.fromEntries(Object.entries(snippets).map(([k, o]) => [k, { ...(o.description !== undefined ? { description: o.description } : {}), value: null, error: err.message }]))
     }
-    return redact(resolved, await stackSecrets(stack.id))
+    const secrets = known ?? (await stackSecrets(stack.id))
+    return Object.fromEntries(
+      Object.entries(resolved).map(([k, o]) => {
+        const shown: ResolvedOutput = { ...(o.description !== undefined ? { description: redact(o.description, secrets) } : {}), value: null }
+        if (o.error !== undefined) shown.error = redact(o.error, secrets)
+        if (o.sensitive || holdsSecret(o.value, secrets)) {
+          // Masked whole, not piece by piece: what is left of a secret's text around a mask may still give it away.
+          if (o.error === undefined) shown.value = reveal === k ? o.value : MASK
+          shown.sensitive = true
+        } else shown.value = o.value
+        return [k, shown]
+      }),
+    )
   }
 
   /** A stack as shown, but for its outputs. Of its template, only the description and parameters are read (not the text, not every resource). */
@@ -439,6 +492,13 @@ export function createReadService(pool: pg.Pool, registry: Registry) {
       await stackRow(actor, ref)
       const { rows } = await pool.query(`SELECT id, hostname, pid, state, stopped_at FROM worker WHERE id = ANY($1::uuid[])`, [ids])
       return rows.map((w) => ({ id: String(w.id), name: `${w.hostname}:${w.pid}`, state: String(w.state), stoppedAt: iso(w.stopped_at) }))
+    },
+
+    /** One output; a sensitive one's value only with `reveal` (an explicit request by a member of the project). */
+    async output(actor: Actor, ref: string, key: string, opts: { reveal: boolean }): Promise<ResolvedOutput> {
+      const all = await outputs(await stackRow(actor, ref), opts.reveal ? key : null)
+      if (!Object.hasOwn(all, key)) throw new NotFoundError(`output ${key} not found`)
+      return all[key]!
     },
   }
 }

@@ -16,7 +16,7 @@ import { BUDGET_SETTINGS, BudgetExceeded, type Budget } from '../template/budget
 import type { TraversalPlan } from '../db/queries/traversal'
 import { evaluation } from '../evaluation/pool'
 import { BudgetError, LimitError, ValidationError } from './errors'
-import { hiddenValues, redactText, secretList } from './secrets'
+import { hiddenValues, redactText, secretList, type Secrets } from './secrets'
 
 export interface Submission {
   /** Template text (YAML or JSON) or an already-parsed object. */
@@ -153,8 +153,8 @@ export function portable(ctx: CheckContext): PortableCheckContext {
 }
 
 /** Hidden parameters' values in a submission (request, environment, defaults), for masking messages. */
-function submissionSecrets(template: ParsedTemplate | undefined, sub: Submission): string[] {
-  if (!template) return []
+function submissionSecrets(template: ParsedTemplate | undefined, sub: Submission): Secrets {
+  if (!template) return secretList([])
   let env: Record<string, unknown> = {}
   try {
     const e = parseEnvironment(sub.environment)

@@ -10,6 +10,11 @@
  * The resource count is checked first, before anything is evaluated; the
  * evaluation itself runs against opts.budget (budget.ts), and a spent budget
  * stops it with BudgetExceeded rather than an issue.
+ *
+ * Secrecy (secrecy.ts): the definition carries every form of the hidden
+ * parameters' values, each resource the forms its properties' static
+ * evaluation derived from them, and each output whether it read one; no issue
+ * message quotes any of them.
  */
 import { Budget, BudgetExceeded, DEFAULT_EVALUATION_LIMITS } from './budget'
 import { findCycles } from './cycles'
@@ -18,6 +23,7 @@ import { conditionValue, Deferred, evaluateStatic, Marks, type StaticScope } fro
 import { IssueList } from './issues'
 import { resolveParameterValues } from './parameters'
 import { formatPath, type PathPart } from './positions'
+import { addForms, redactText, secretList, Secrecy } from './secrecy'
 import { TemplateError, UNKNOWN, type BuildOptions, type OutputSnippet, type ParsedTemplate, type ResourceDefinition, type StackDefinition } from './types'
 
 export function buildDefinition(t: ParsedTemplate, opts: BuildOptions = {}): StackDefinition {
@@ -30,6 +36,16 @@ export function buildDefinition(t: ParsedTemplate, opts: BuildOptions = {}): Sta
   const env = opts.environment ?? EMPTY_ENVIRONMENT
   const pseudo = { stackName: opts.stackName, stackId: opts.stackId, projectId: opts.projectId, allowMissing: opts.allowMissingParameters === true, validated: opts.validated === true }
   const params = resolveParameterValues(t, env, opts.parameters ?? {}, pseudo, issues, budget)
+
+  const hidden = Object.values(t.parameters).filter((p) => p.hidden)
+  const hiddenForms = new Set<string>()
+  for (const p of hidden) {
+    const v = params[p.name]
+    addForms(v, p.type === 'comma_delimited_list', hiddenForms, budget)
+    if (Array.isArray(v)) addForms(v.join(','), false, hiddenForms, budget) // a list parameter's text
+  }
+  const derived = new Set<string>()
+  const secrecy = () => new Secrecy(budget, hiddenForms)
 
   const typeOf = (name: string) => aliasType(env, t.resources[name]!.type)
   const conditionCache = new Map<string, boolean>()
@@ -61,6 +77,8 @@ export function buildDefinition(t: ParsedTemplate, opts: BuildOptions = {}): Sta
     issues,
     budget,
     marks: new Marks(),
+    hidden: new Set(hidden.map((p) => p.name)),
+    secrecy: secrecy(),
   }
   // Every condition is evaluated, used or not, so a broken one is reported.
   for (const name of Object.keys(t.conditions)) scope.condition(name, ['conditions', name])
@@ -74,7 +92,7 @@ export function buildDefinition(t: ParsedTemplate, opts: BuildOptions = {}): Sta
     const base: PathPart[] = ['resources', name]
     const type = typeOf(name)
     const refs = new Set<string>()
-    const local: StaticScope = { ...scope, refs }
+    const local: StaticScope = { ...scope, refs, secrecy: secrecy() }
     const properties = atPath(base, () => evaluateStatic(r.properties, local, [...base, 'properties'])) as Record<string, unknown>
     const metadata = atPath(base, () => evaluateStatic(r.metadata, local, [...base, 'metadata'])) as Record<string, unknown>
     r.dependsOn.forEach((dep, i) => {
@@ -99,7 +117,9 @@ export function buildDefinition(t: ParsedTemplate, opts: BuildOptions = {}): Sta
       deletionPolicy: r.deletionPolicy,
       // Metadata that needs resource values is kept as written (Kiln does not expose it at runtime).
       metadata: local.marks.hasDeferred(metadata) ? r.metadata : metadata,
+      ...(local.secrecy.learned.size ? { secretForms: [...local.secrecy.learned] } : {}),
     }
+    for (const f of local.secrecy.learned) derived.add(f)
   }
 
   const names = Object.keys(resources)
@@ -113,17 +133,28 @@ export function buildDefinition(t: ParsedTemplate, opts: BuildOptions = {}): Sta
   for (const [name, o] of Object.entries(t.outputs)) {
     const base: PathPart[] = ['outputs', name]
     const on = o.condition === undefined || conditionValue(o.condition, scope, [...base, 'condition'])
+    const local: StaticScope = { ...scope, secrecy: secrecy() }
+    const value = on ? atPath(base, () => evaluateStatic(o.value, local, [...base, 'value'])) : null
     outputs[name] = {
       ...(o.description !== undefined ? { description: o.description } : {}),
-      value: on ? atPath(base, () => evaluateStatic(o.value, scope, [...base, 'value'])) : null,
+      value,
+      ...(local.secrecy.since(0) ? { sensitive: true } : {}),
     }
+    for (const f of local.secrecy.learned) derived.add(f)
   }
 
+  const secretForms = [...secretList(hiddenForms).texts]
+  if (!issues.empty && (secretForms.length || derived.size)) {
+    // A message may quote a value (`expected a number, got …`): never a secret or one made from it.
+    const all = secretList([...secretForms, ...derived])
+    for (const i of issues.items) i.message = redactText(i.message, all)
+  }
   issues.throwIfAny()
   return {
     template: t,
     parameters: params,
-    hiddenParameters: Object.values(t.parameters).filter((p) => p.hidden).map((p) => p.name),
+    hiddenParameters: hidden.map((p) => p.name),
+    secretForms,
     resources,
     outputs,
   }

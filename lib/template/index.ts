@@ -2,6 +2,7 @@
 export { parseTemplate } from './parse'
 export { parseEnvironment, aliasType } from './environment'
 export { buildDefinition } from './definition'
-export { resolveProperties, resolveOutputs, type ResolvedOutput } from './resolve'
+export { knownSecrets, resolveProperties, resolveOutputs, resolveSecretAware, type ResolvedOutput, type SecretAwareProperties } from './resolve'
+export { addForms, holdsSecret, MASK, MIN_EMBEDDED, redact, redactText, secretList, Secrets, storedForms } from './secrecy'
 export { VERSIONS } from './versions'
 export * from './types'

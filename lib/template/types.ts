@@ -12,6 +12,7 @@
  * Every problem is a TemplateIssue naming the template path, line and column.
  */
 import type { Budget } from './budget'
+import type { Secrets } from './secrecy'
 
 /** 1-based line and column in the submitted text. */
 export interface SourcePosition {
@@ -86,6 +87,8 @@ export interface OutputSnippet {
   /** Unevaluated expression. */
   value: unknown
   condition?: unknown
+  /** Its static evaluation read a secret (a hidden parameter): its value is secret. */
+  sensitive?: boolean
 }
 
 export interface ResourceSnippet {
@@ -173,6 +176,8 @@ export interface ResourceDefinition {
   dependsOn: string[]
   deletionPolicy: 'Delete' | 'Retain' | 'Snapshot'
   metadata: Record<string, unknown>
+  /** Forms of secret values the static phase derived in the properties (a hidden parameter's `str_split` pieces, …). */
+  secretForms?: string[]
 }
 
 /** What the engine, reads and previews use of a definition: plain data and Deferred nodes, no functions. */
@@ -181,6 +186,8 @@ export interface PortableDefinition {
   parameters: Record<string, unknown>
   /** Names of hidden parameters (their values must never be shown). */
   hiddenParameters: string[]
+  /** Every textual form of the hidden parameters' values, longest first (lib/template/secrecy.ts). */
+  secretForms: string[]
   /** Resources whose condition holds, by name. */
   resources: Record<string, ResourceDefinition>
   outputs: Record<string, OutputSnippet>
@@ -192,6 +199,8 @@ export interface StackDefinition {
   parameters: Record<string, unknown>
   /** Names of hidden parameters (their values must never be shown). */
   hiddenParameters: string[]
+  /** Every textual form of the hidden parameters' values, longest first (lib/template/secrecy.ts). */
+  secretForms: string[]
   /** Resources whose condition holds, by name. */
   resources: Record<string, ResourceDefinition>
   outputs: Record<string, OutputSnippet>
@@ -204,6 +213,10 @@ export interface ResolveContext {
   /** `get_attr`: the whole value of one attribute of a resource, or UNKNOWN. The template module
    *  applies any nested path (`get_attr: [r, attr, key, 0]`) itself. */
   getAttr(name: string, attribute: string): unknown
+  /** Whether the resource's type declares this attribute `secret` (absent: none is). */
+  secretAttribute?(name: string, attribute: string): boolean
+  /** Secret forms the resource's row was made from (its stored secret_forms): an attribute holding one is secret. */
+  secretFormsOf?(name: string): Secrets | undefined
 }
 
 /**

@@ -119,7 +119,7 @@ export function apiReference(): string {
       ],
     ),
     '',
-    'Hidden parameter values and secret attributes are masked (`******`) in every response.',
+    'Hidden parameter values, secret attributes and every value a template makes from them are masked (`******`) in every response. An output made from one is `sensitive: true`: its value is shown only by `GET /api/stacks/{stack}/outputs/{key}?reveal=true`.',
     '',
     '## Routes',
     '',

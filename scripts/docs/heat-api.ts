@@ -61,7 +61,7 @@ const HEAT_ROUTES: HeatRoute[] = [
   { method: 'DELETE', path: `${S}/snapshots/{snapshot_id}` },
   { method: 'POST', path: `${S}/snapshots/{snapshot_id}/restore` },
   { method: 'GET', path: `${S}/outputs` },
-  { method: 'GET', path: `${S}/outputs/{output_key}` },
+  { method: 'GET', path: `${S}/outputs/{output_key}`, note: 'Names one output (`openstack stack output show`): a sensitive one (made from a secret) shows its value here, and `******` in the stack body.' },
   { method: 'GET', path: `${S}/resources`, note: 'One resource per name (the newest row); `nested_depth`, `with_detail` and filters are not honoured.' },
   { method: 'GET', path: `${S}/resources/{resource_name}` },
   { method: 'GET', path: `${S}/resources/{resource_name}/metadata` },

@@ -100,6 +100,36 @@ describe('kiln CLI', () => {
     expect(w.stdout).toMatch(/UPDATE_COMPLETE/)
   })
 
+  test('output: a sensitive output is masked in the list and in show, and printed as it is with --reveal', async () => {
+    const template = `heat_template_version: 2018-08-31
+parameters:
+  pw: { type: string, hidden: true }
+resources:
+  v: { type: OS::Heat::Value, properties: { value: { str_replace: { template: 'user:PW@db', params: { PW: { get_param: pw } } } } } }
+outputs:
+  dsn: { value: { get_attr: [v, value] } }
+  plain: { value: open-value }
+`
+    const created = await kiln(['stack', 'create', 'cli3', '-t', file('secret.yaml', template), '-P', 'pw=s3cret-pass', '--wait'])
+    expect(created.code).toBe(0)
+    for (const args of [['stack', 'output', 'cli3'], ['stack', 'output', 'cli3', 'dsn'], ['stack', 'show', 'cli3']]) {
+      const r = await kiln(args)
+      expect(r.code, args.join(' ')).toBe(0)
+      expect(r.stdout).toContain('dsn = "******" (sensitive)')
+      expect(r.stdout).not.toContain('s3cret-pass')
+    }
+    expect((await kiln(['stack', 'output', 'cli3'])).stdout).toContain('plain = "open-value"')
+    const revealed = await kiln(['stack', 'output', 'cli3', 'dsn', '--reveal'])
+    expect(revealed).toMatchObject({ code: 0, stdout: 'user:s3cret-pass@db\n' })
+    expect(JSON.parse((await kiln(['--json', 'stack', 'output', 'cli3', 'dsn', '--reveal'])).stdout)).toEqual({ key: 'dsn', value: 'user:s3cret-pass@db', sensitive: true })
+    const unnamed = await kiln(['stack', 'output', 'cli3', '--reveal'])
+    expect(unnamed.code).toBe(2)
+    expect(unnamed.stderr).toContain('name it')
+    const missing = await kiln(['stack', 'output', 'cli3', 'nope', '--reveal'])
+    expect(missing.code).toBe(1)
+    expect(missing.stderr).toContain('output nope not found')
+  })
+
   test('a FAILED operation exits 1; cancel --no-rollback; delete --wait', async () => {
     const failed = await kiln(['stack', 'create', 'cli2', '-t', file('bad.yaml', chain('x', 0.1, true)), '--wait'])
     expect(failed.code).toBe(1)

@@ -484,6 +484,34 @@ describe.runIf(chromiumPath !== null || env().KILN_REQUIRE_BROWSER)('UI in Chrom
     await page.goto(`/stacks/${stackId}`)
   })
 
+  test('a sensitive output shows ****** until Reveal asks for it by name', async () => {
+    const template = `heat_template_version: 2018-08-31
+parameters:
+  pw: { type: string, hidden: true }
+resources:
+  v: { type: OS::Heat::Value, properties: { value: { str_replace: { template: 'user:PW@db', params: { PW: { get_param: pw } } } } } }
+outputs:
+  dsn: { value: { get_attr: [v, value] } }
+  open: { value: open-value }
+`
+    const res = await fetch(`${web.url}/api/stacks`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-auth-token': a.token },
+      body: JSON.stringify({ name: 'ui-sensitive', template, parameters: { pw: 'ui-s3cret-pass' } }),
+    })
+    expect(res.status).toBe(201)
+    await page.goto(`/stacks/${(await res.json()).stack.id}`)
+    await waitStatus('CREATE_COMPLETE')
+    await page.getByRole('tab', { name: 'Outputs' }).click()
+    await expect.poll(() => page.getByTestId('outputs').innerText()).toMatch(/open-value/)
+    expect(await page.getByTestId('outputs').innerText()).toContain('******')
+    expect(await page.content()).not.toContain('ui-s3cret-pass')
+    await page.getByRole('button', { name: 'Reveal' }).click()
+    await expect.poll(() => page.getByTestId('output-dsn-revealed').innerText()).toBe('"user:ui-s3cret-pass@db"')
+    await page.getByRole('button', { name: 'Hide' }).click()
+    expect(await page.content()).not.toContain('ui-s3cret-pass')
+  })
+
   test('delete with confirmation', async () => {
     await page.goto(`/stacks/${stackId}`)
     await page.getByRole('button', { name: 'Delete…' }).click()

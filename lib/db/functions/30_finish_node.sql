@@ -188,6 +188,7 @@ BEGIN
   UPDATE resource SET
     action = v_row.action, status = v_row.status, status_reason = v_row.status_reason, type = v_row.type,
     physical_id = v_row.physical_id, properties = v_row.properties, attributes = v_row.attributes, data = v_row.data,
+    secret_forms = v_row.secret_forms,
     -- a stored result replaces the intent written before the action (kiln_record_intent)
     pending_properties = CASE WHEN v_set ? 'properties' THEN NULL ELSE pending_properties END,
     requires = v_row.requires, current_template_id = v_row.current_template_id, deletion_policy = v_row.deletion_policy,

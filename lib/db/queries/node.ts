@@ -75,6 +75,7 @@ function rowUpdateToJson(u: RowUpdate): Json {
     properties: 'properties',
     attributes: 'attributes',
     data: 'data',
+    secretForms: 'secret_forms',
     requires: 'requires',
     currentTemplateId: 'current_template_id',
     deletionPolicy: 'deletion_policy',
