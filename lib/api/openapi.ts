@@ -63,6 +63,7 @@ export function openApiDocument(): Record<string, unknown> {
     { method: 'post', path: '/api/stacks/{stack}/cancel', summary: 'Cancel the running operation, with or without rollback', body: s.CancelBody, ok: 202 },
     { method: 'post', path: '/api/stacks/{stack}/rollback', summary: 'Roll back to the last template that completed', ok: 202 },
     { method: 'post', path: '/api/stacks/{stack}/check', summary: 'Check every resource', ok: 202 },
+    { method: 'post', path: '/api/stacks/{stack}/resources/{resource}/signal', summary: "Signal a wait condition handle (a project token, or the handle's own token)", body: s.SignalBody, ok: 200 },
     { method: 'get', path: '/api/stacks/{stack}/resources', summary: 'Resource rows with lock owner, lease and last traversal (all=1: deleted rows too)', query: ['all'], ok: 200 },
     { method: 'get', path: '/api/stacks/{stack}/events', summary: 'Events after a sequence number (resume after any gap)', query: ['after', 'limit', 'resource', 'traversal'], ok: 200 },
     { method: 'get', path: '/api/stacks/{stack}/traversals', summary: 'Traversal history: action, who, outcome, superseded by', ok: 200 },
