@@ -15,6 +15,8 @@ import { LiveGraph } from './LiveGraph'
 import { NodePanel } from './NodePanel'
 import { ParametersForm, parameterValues } from './ParametersForm'
 import { PreviewPanel, type PreviewResult } from './PreviewPanel'
+import { EditGuardView } from './EditGuard'
+import { useEditGuard } from './use-edit-guard'
 import { ReplayBar } from './ReplayBar'
 import { ResourcesTable } from './ResourcesTable'
 import { ProgressBar, StatusBadge } from './StatusBadge'
@@ -44,12 +46,8 @@ export function StackPage({ stackId }: { stackId: string }) {
   const [replayAt, setReplayAt] = useState<number | null>(null)
   const [now, setNow] = useState(() => Date.now())
   const validation = useValidation(source ?? '')
-
-  useEffect(() => {
-    api<{ source: string }>('GET', `/api/stacks/${stackId}/template`)
-      .then((t) => setSource((s) => s ?? t.source))
-      .catch(() => setSource((s) => s ?? ''))
-  }, [stackId])
+  // Loads the template the edit starts from, and keeps every update from overwriting another by accident.
+  const guard = useEditGuard(stackId, live.stack, setSource, () => live.refresh())
 
   const running = live.stack?.status === 'IN_PROGRESS'
   useEffect(() => {
@@ -95,7 +93,8 @@ export function StackPage({ stackId }: { stackId: string }) {
   const submit = () =>
     run('Update', async () => {
       const wasRunning = running
-      const r = await api<{ traversalId: string; superseded: string | null }>('PUT', `/api/stacks/${stackId}`, body())
+      const r = await guard.update(body())
+      if (!r) return // refused (the stack changed meanwhile) or unchanged: the guard shows it
       setPreview(null)
       setReplayAt(null)
       setMessage({ kind: 'ok', text: r.superseded && wasRunning ? `Update submitted; it superseded traversal ${r.superseded.slice(0, 8)}.` : 'Update submitted.' })
@@ -166,6 +165,7 @@ export function StackPage({ stackId }: { stackId: string }) {
             </div>
           )}
           {message && <p role={message.kind === 'error' ? 'alert' : 'status'} className={message.kind} data-testid="message">{message.text}</p>}
+          {source !== null && <EditGuardView guard={guard} source={source} onSource={setSource} busy={busy} />}
           {preview && <PreviewPanel preview={preview} />}
         </div>
 

@@ -15,15 +15,15 @@ import { openApiDocument } from './openapi'
 import { signalFrom, type SignalService } from '../services/signals'
 import { CancelBody, CreateBody, SignalBody, LoginBody, PreviewBody, ProjectBody, TokenBody, UpdateBody, ValidateBody } from './schemas'
 import { expectedFrom, stackEtag } from './versioning'
-import { diffNamed, traversalVersion } from '../services/versions'
+import { currentVersion, diffNamed, traversalVersion } from '../services/versions'
 
 const GRAPH_FORMATS = ['json', 'dot', 'graphml'] as const
 
 export function kilnRoutes(d: ApiDeps, router: Router<Principal>, signals: SignalService): void {
-  const accepted = (res: { stack: { id: string; name: string }; traversalId: string | null; action: string; superseded: string | null; noChanges?: true }, status = 202) =>
+  const accepted = (res: { stack: { id: string; name: string }; traversalId: string | null; action: string; superseded: string | null; noChanges?: true; templateId?: string }, status = 202) =>
     res.noChanges
       ? json({ stack: res.stack, action: res.action, traversalId: null, superseded: null, noChanges: true, message: 'no changes: the stack already converges to this template, environment and parameters; nothing was started (send force: true to start an update anyway)' }, 200)
-      : json({ stack: res.stack, action: res.action, traversalId: res.traversalId, superseded: res.superseded }, status)
+      : json({ stack: res.stack, action: res.action, traversalId: res.traversalId, superseded: res.superseded, ...(res.templateId ? { templateId: res.templateId } : {}) }, status)
   /** An update request's guard: the version it was written against (body.expect or If-Match), and "no changes" unless forced. */
   const guardOf = (req: Request, b: { expect?: string | undefined; force?: boolean | undefined }) => {
     const expected = expectedFrom(b.expect, req.headers.get('if-match'))
@@ -180,9 +180,9 @@ export function kilnRoutes(d: ApiDeps, router: Router<Principal>, signals: Signa
     // A traversal's template version (the template it converges to), hidden values masked: the history's and `kiln stack diff`'s.
     .add('GET', '/api/stacks/:stack/traversals/:traversal/template', async (c) => {
       const stack = await d.stacks.find(actorOf(c.principal), c.params.stack!)
-      const t = c.params.traversal === 'current' ? stack.currentTraversalId : uuid(c.params.traversal!, 'traversal')
-      if (!t) throw new HttpError(404, 'not_found', 'the stack has no current traversal')
-      return json(await traversalVersion(d.db, stack.id, t))
+      // `current`: the template the stack converges to now (also after a cancel left no traversal current).
+      if (c.params.traversal === 'current') return json(await currentVersion(d.db, stack))
+      return json(await traversalVersion(d.db, stack.id, uuid(c.params.traversal!, 'traversal')))
     })
     // Two versions (traversal or template ids; `current` for the stack's template) as a diff of templates, environments and parameters.
     .add('GET', '/api/stacks/:stack/diff', async (c) => {

@@ -12,6 +12,7 @@ import fs from 'node:fs'
 import { Command, Option } from 'commander'
 import { parseEnv } from '../env'
 import { ApiError, KilnClient } from './client'
+import type { PlanView } from '../services/plans'
 import type { VersionDiff } from '../services/versions'
 import { renderPreview, renderVersionDiff } from './plan-render'
 import { table } from './render'
@@ -199,10 +200,10 @@ stack
   .command('plans <stack>')
   .description("list a stack's saved plans")
   .action(async (ref) => {
-    const { plans } = await client().get(`/api/stacks/${encodeURIComponent(ref)}/plans`)
+    const { plans } = await client().get<{ plans: PlanView[] }>(`/api/stacks/${encodeURIComponent(ref)}/plans`)
     print(plans, () =>
       table(
-        plans.map((p: any) => ({ ...p, state: p.appliedAt ? 'applied' : p.expired ? 'expired' : 'ready', changes: `${p.preview.summary.create}+ ${p.preview.summary.update}~ ${p.preview.summary.replace}-/+ ${p.preview.summary.delete}-` })),
+        plans.map((p) => ({ ...p, state: p.appliedAt ? 'applied' : p.expired ? 'expired' : 'ready', changes: `${p.preview.summary.create}+ ${p.preview.summary.update}~ ${p.preview.summary.replace}-/+ ${p.preview.summary.delete}-` })),
         ['id', 'state', 'changes', 'createdBy', 'createdAt', 'expiresAt'],
       ),
     )

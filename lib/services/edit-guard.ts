@@ -61,7 +61,7 @@ export async function staleConflict(db: Db, stack: GuardedStack, expected: Versi
   const since = (await traversalsSince(db.pool, stack.id, expected.traversalId)).filter((t) => t.id !== expected.traversalId)
   const from = await templateRow(db.pool, stack.id, expected.templateId)
   const to = stack.rawTemplateId ? await templateRow(db.pool, stack.id, stack.rawTemplateId) : null
-  const diff = from && to ? diffVersions(from, to, { from: `template ${short(from.id)} (${what})`, to: `template ${short(to.id)} (current)` }) : null
+  const diff = from && to ? diffVersions(from, to, { from: `template ${short(from.id)} (what ${what} was written against)`, to: `template ${short(to.id)} (current)` }) : null
   const message =
     `stack ${stack.name} changed since the version ${what} was written against (template ${short(expected.templateId)}): ${describeTraversals(since)}. ` +
     `Review the changes, then rebase ${what} on template ${short(stack.rawTemplateId)}, or send expect: ${stack.currentTraversalId ?? stack.rawTemplateId} to supersede it knowingly.`

@@ -174,7 +174,7 @@ export function createPlanService(deps: PlanDeps, stacks: StackService) {
         throw new ConflictError(`plan ${planId} is stale: the stack moved on since it was computed: ${describeTraversals(since)}; compute a new plan`, { since })
       }
       await setPlanTraversal(pool, plan.id, res.traversalId)
-      return { stack: { id: stack.id, name: stack.name }, traversalId: res.traversalId, action: 'UPDATE', superseded: res.superseded }
+      return { stack: { id: stack.id, name: stack.name }, traversalId: res.traversalId, action: 'UPDATE', superseded: res.superseded, templateId }
     },
   }
 }

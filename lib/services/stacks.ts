@@ -60,6 +60,8 @@ export interface OperationResult {
   superseded: string | null
   /** The submission is what the stack already converges to: nothing was started. */
   noChanges?: true
+  /** An update's new template version (what GET's ETag names from now on). */
+  templateId?: string
 }
 
 export interface CreateRequest extends Submission {
@@ -249,7 +251,7 @@ export function createStackService(deps: ServiceDeps) {
       }
       const templateId = crypto.randomUUID()
       try {
-        return await run(
+        const started = await run(
           {
             stackId: stack.id,
             action: 'UPDATE',
@@ -265,6 +267,7 @@ export function createStackService(deps: ServiceDeps) {
           stack,
           'UPDATE',
         )
+        return { ...started, templateId }
       } catch (err) {
         if (!(expected && err instanceof ConflictError)) throw err
         const now = await find(actor, stack.id)

@@ -117,3 +117,10 @@ export async function diffNamed(db: Db, stack: { id: string; name: string; rawTe
   }
   return diffVersions(await side(from, 'query.from'), await side(to, 'query.to'), { from, to })
 }
+
+/** The version the stack converges to now: its template, and its current traversal (null after a cancel). */
+export async function currentVersion(db: Db, stack: { id: string; name: string; rawTemplateId: string | null; currentTraversalId: string | null }): Promise<TemplateVersion> {
+  const row = stack.rawTemplateId ? await templateRow(db.pool, stack.id, stack.rawTemplateId) : null
+  if (!row) throw new NotFoundError(`stack ${stack.name} has no template`)
+  return versionOf(row, stack.currentTraversalId)
+}

@@ -84,6 +84,8 @@ describe('no accidental overwrite', () => {
     const a = await api.call('PUT', `/api/stacks/${id}`, { body: { template: template('from-alice'), parameters: { size: 2, pw: 'alice-hidden-value' } }, headers: { 'if-match': etag } })
     expect(a.status, a.text).toBe(202)
     expect(await c.settle(id)).toBe('UPDATE_COMPLETE')
+    // The update names its new version: what GET's ETag says from now on.
+    expect((await api.call('GET', `/api/stacks/${id}`)).headers.get('etag')).toBe(`"${a.body.templateId}"`)
     const n = await traversalCount(id)
 
     const b = await api.call('PUT', `/api/stacks/${id}`, { body: { template: template('from-bob') }, headers: { 'if-match': etag } })
