@@ -45,7 +45,7 @@ export function appContext(): AppContext {
   const registry = createRegistry(builtinTypes())
   const log = createLogger({ level: e.KILN_LOG_LEVEL, format: e.KILN_LOG_FORMAT }).scope({ proc: 'web' })
   const stacks = createStackService({ db, catalog: typeCatalog(registry), types: registry, limits: limitsFrom(e), defaultTimeoutMins: e.KILN_DEFAULT_TIMEOUT_MINS })
-  const plans = createPlanService({ db, catalog: typeCatalog(registry), limits: limitsFrom(e), ttlMs: e.KILN_PLAN_TTL_MS }, stacks)
+  const plans = createPlanService({ db, catalog: typeCatalog(registry), types: registry, limits: limitsFrom(e), ttlMs: e.KILN_PLAN_TTL_MS }, stacks)
   const reads = createReadService(db.pool, registry)
   const accounts = createAccountService(db.pool)
   const failedAttempts = failedAttemptLimit({ perMinute: e.KILN_AUTH_FAILURES_PER_MINUTE, log })

@@ -16,7 +16,7 @@ import { startTraversal } from '../db/queries/traversal'
 import { traversalsSince } from '../db/queries/versions'
 import { describeTraversals, staleConflict } from './edit-guard'
 import { ConflictError, GoneError, NotFoundError } from './errors'
-import { computeUpdatePreview } from './preview'
+import { computeUpdatePreview, type AttributeSecrecy } from './preview'
 import type { PreviewResult } from './preview-types'
 import { submissionFrom, type Actor, type OperationResult, type StackService, type UpdateRequest } from './stacks'
 import type { CheckContext, Limits } from './templates'
@@ -26,6 +26,8 @@ export interface PlanDeps {
   db: Db
   catalog: TypeCatalog
   limits: Limits
+  /** Which attributes are secret (their values are masked in the preview). */
+  types: AttributeSecrecy
   /** How long a plan can be applied after it was computed. */
   ttlMs: number
 }
@@ -85,7 +87,7 @@ export function createPlanService(deps: PlanDeps, stacks: StackService) {
       const stack = await stacks.find(actor, ref)
       if (stack.action === 'DELETE') throw new ConflictError(`stack ${stack.name} is being deleted; it cannot be updated`)
       const check: CheckContext = { catalog: deps.catalog, limits: deps.limits, stackName: stack.name, stackId: stack.id, projectId: actor.projectId }
-      const { preview, checked, state } = await computeUpdatePreview(deps.db, stack.id, (s) => submissionFrom(s.target, req), check)
+      const { preview, checked, state } = await computeUpdatePreview(deps.db, stack.id, (s) => submissionFrom(s.target, req), check, deps.types)
       const p = await insertPlan(pool, {
         stackId: stack.id,
         createdBy: actor.name,

@@ -26,18 +26,33 @@ export interface PreviewComputed extends PreviewOutcome {
   state: PreviewState
 }
 
-/** Every form of every hidden value any template of the stack was given. */
-function stackSecrets(state: PreviewState): string[] {
+/** What the preview needs to know of a type: which of its attributes are secret. */
+export type AttributeSecrecy = { get(name: string): { attributes: Record<string, { secret?: boolean }> } | undefined }
+
+/**
+ * Every form of every hidden value any template of the stack was given, and
+ * the values of secret attributes (a handle's token): a property that read
+ * one holds it, and a preview shows properties.
+ */
+function stackSecrets(state: PreviewState, types: AttributeSecrecy): string[] {
   const out = new Set<string>()
   for (const h of state.hidden) {
     const env = (h.environment ?? {}) as Record<string, Record<string, unknown> | undefined>
     hiddenValues(h.schemas as Parameters<typeof hiddenValues>[0], [h.parameters, env.parameters, env.parameter_defaults], out)
   }
+  for (const r of state.rows) {
+    const attributes = types.get(r.type)?.attributes ?? {}
+    for (const [name, v] of Object.entries(r.attributes ?? {})) {
+      if (!attributes[name]?.secret || v === null || v === undefined) continue
+      if (typeof v === 'string' && v) out.add(v)
+      else if (typeof v !== 'string') out.add(JSON.stringify(v))
+    }
+  }
   return secretList(out)
 }
 
 /** Read what a preview compares against, then compare on an evaluation thread. */
-export async function computeUpdatePreview(db: Db, stackId: string, sub: Submission | ((state: PreviewState) => Submission), check: CheckContext): Promise<PreviewComputed> {
+export async function computeUpdatePreview(db: Db, stackId: string, sub: Submission | ((state: PreviewState) => Submission), check: CheckContext, types: AttributeSecrecy): Promise<PreviewComputed> {
   const state = await readPreviewState(db.pool, stackId)
   if (!state) throw new NotFoundError(`stack ${stackId} not found`)
   const t = state.target
@@ -49,7 +64,7 @@ export async function computeUpdatePreview(db: Db, stackId: string, sub: Submiss
     kind: 'preview',
     sub: submission,
     ctx: portable(check),
-    preview: { stack: state.stack, rows: state.rows, secrets: stackSecrets(state) },
+    preview: { stack: state.stack, rows: state.rows, secrets: stackSecrets(state, types) },
     target,
   }
   const outcome = (await evaluation().run(task)) as PreviewOutcome

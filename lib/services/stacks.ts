@@ -279,7 +279,7 @@ export function createStackService(deps: ServiceDeps) {
     /** What an update would do, against the in-flight target (nothing is written). */
     async preview(actor: Actor, ref: string, req: UpdateRequest): Promise<PreviewResult> {
       const stack = await find(actor, ref)
-      const computed = await computeUpdatePreview(deps.db, stack.id, (state) => submissionFrom(state.target, req), checkContext(actor, stack))
+      const computed = await computeUpdatePreview(deps.db, stack.id, (state) => submissionFrom(state.target, req), checkContext(actor, stack), deps.types)
       return computed.preview
     },
 

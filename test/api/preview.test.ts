@@ -169,6 +169,17 @@ describe('preview', () => {
     expect(JSON.stringify(p)).not.toMatch(/secret-value/)
   })
 
+  test("a secret attribute's value that a property read is masked in the diff (a wait condition handle's token)", async () => {
+    const v1 = hot({ handle: { type: 'OS::Heat::WaitConditionHandle' }, reader: test_({ value: { get_attr: ['handle', 'token'] } }) })
+    const id = await create('secret-attribute', v1)
+    const { rows } = await c.db.pool.query(`SELECT attributes->>'token' AS token FROM resource WHERE stack_id = $1 AND name = 'handle'`, [id])
+    const token = String(rows[0].token)
+    expect(token.length).toBeGreaterThan(20)
+    const p = await preview(id, hot({ handle: { type: 'OS::Heat::WaitConditionHandle' } }))
+    expect(p.items.find((i) => i.name === 'reader')).toMatchObject({ action: 'delete', changes: expect.arrayContaining([{ path: 'value', before: '******' }]) })
+    expect(JSON.stringify(p)).not.toContain(token)
+  })
+
   test('a preview taken while an update runs compares with where that update is heading', async () => {
     const v1 = hot({ a: test_({ value: 'one' }), b: test_({ value: attr('a') }) })
     const id = await create('in-flight', v1)

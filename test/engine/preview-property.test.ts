@@ -109,7 +109,7 @@ function render(list: Res[]): Record<string, unknown> {
 describe('preview property', () => {
   test('over random template pairs, the preview agrees with what the traversal does', async () => {
     const registry = createRegistry(builtinTypes())
-    const plans = createPlanService({ db: c.db, catalog: typeCatalog(registry), limits: { maxTemplateBytes: 1 << 20, maxResourcesPerStack: 100 }, ttlMs: 60_000 }, c.services)
+    const plans = createPlanService({ db: c.db, catalog: typeCatalog(registry), types: registry, limits: { maxTemplateBytes: 1 << 20, maxResourcesPerStack: 100 }, ttlMs: 60_000 }, c.services)
     let run = 0
     const seen = { replace: 0, update: 0, create: 0, delete: 0, unchanged: 0, uncertain: 0 }
     await fc.assert(

@@ -74,7 +74,7 @@ export async function startApiServer(c: TestCluster, opts: ApiServerOptions = {}
   const deps: ApiDeps = {
     db,
     stacks,
-    plans: createPlanService({ db, catalog: typeCatalog(registry), limits, ttlMs: opts.planTtlMs ?? 86_400_000 }, stacks),
+    plans: createPlanService({ db, catalog: typeCatalog(registry), types: registry, limits, ttlMs: opts.planTtlMs ?? 86_400_000 }, stacks),
     reads: createReadService(db.pool, registry),
     accounts: createAccountService(db.pool),
     registry,
