@@ -18,6 +18,8 @@ export class ApiError extends Error {
     readonly code: string,
     message: string,
     readonly issues: ApiIssue[] = [],
+    /** The error body's other fields (a conflict's `current`, `since`, `diff`). */
+    readonly details: Record<string, unknown> = {},
   ) {
     super(message)
   }
@@ -50,7 +52,7 @@ export async function api<T = any>(method: string, path: string, body?: unknown)
   }
   if (!res.ok) {
     const e = parsed?.error ?? {}
-    throw new ApiError(res.status, String(e.code ?? 'error'), String(e.message ?? `${res.status} ${res.statusText}`), Array.isArray(e.issues) ? e.issues : [])
+    throw new ApiError(res.status, String(e.code ?? 'error'), String(e.message ?? `${res.status} ${res.statusText}`), Array.isArray(e.issues) ? e.issues : [], e)
   }
   return parsed as T
 }

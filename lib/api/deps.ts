@@ -4,6 +4,7 @@ import type { Db } from '../db/client'
 import type { Logger } from '../logger'
 import type { Registry } from '../resources/registry'
 import type { AccountService, Principal } from '../services/accounts'
+import type { PlanService } from '../services/plans'
 import type { ReadService } from '../services/reads'
 import type { StackService } from '../services/stacks'
 import type { Actor } from '../services/stacks'
@@ -12,6 +13,7 @@ import type { Limits } from '../services/templates'
 export interface ApiDeps {
   db: Db
   stacks: StackService
+  plans: PlanService
   reads: ReadService
   accounts: AccountService
   registry: Registry

@@ -14,13 +14,22 @@ export const CreateBody = z.object({
   disableRollback: z.boolean().optional(),
   tags: z.array(z.string().max(80)).max(50).optional(),
 }).strict()
-export const UpdateBody = z.object({
+const updateFields = {
   template: templateField.optional(),
   environment: submission.environment,
   parameters: submission.parameters,
   existing: z.boolean().optional(),
   timeoutMins: z.number().int().min(1).max(7 * 24 * 60).optional(),
   disableRollback: z.boolean().optional(),
+}
+/** A preview or a plan: what an update would be. */
+export const PreviewBody = z.object(updateFields).strict()
+export const UpdateBody = z.object({
+  ...updateFields,
+  /** The version the edit was written against: a traversal id or a template id of the stack (or send If-Match). */
+  expect: z.string().min(1).max(100).optional(),
+  /** Start an update even when the submission is what the stack already converges to. */
+  force: z.boolean().optional(),
 }).strict()
 /** A signal to a wait condition handle, as Heat takes it (every key optional; status SUCCESS by default). */
 export const SignalBody = z

@@ -1,7 +1,7 @@
 /**
  * `kiln`: the command-line client of Kiln's REST API.
  *
- *   kiln stack create|update|preview|cancel|delete|list|show|output|events|watch|export-graph
+ *   kiln stack create|update|preview|plan|apply|plans|discard-plan|diff|cancel|delete|list|show|output|events|watch|export-graph
  *   kiln template validate
  *
  * URL and token come from --url/--token or KILN_URL/KILN_TOKEN. `--wait` and
@@ -12,6 +12,9 @@ import fs from 'node:fs'
 import { Command, Option } from 'commander'
 import { parseEnv } from '../env'
 import { ApiError, KilnClient } from './client'
+import type { PlanView } from '../services/plans'
+import type { VersionDiff } from '../services/versions'
+import { renderPreview, renderVersionDiff } from './plan-render'
 import { table } from './render'
 import { jsonSafe, terminalSafe } from './terminal-safe'
 import { eventHead, watchStack } from './watch'
@@ -157,37 +160,90 @@ stack
 
 stack
   .command('update <stack>')
-  .description('update a stack (also while an operation runs: the new update supersedes it)')
+  .description('update a stack (also while an operation runs: the new update supersedes it); refused if the stack moved to another template since it was read')
   .option('-t, --template <file>', 'new template (omit with --existing)')
   .option('-e, --environment <file>', 'environment file')
   .option('-P, --parameter <name=value>', 'parameter value (repeatable)', collect)
   .option('--existing', 'reuse the current template; only change parameters', false)
+  .option('--expect <version>', 'the traversal or template id this update was written against (default: the template the stack has when read here)')
+  .option('--force', 'start the update even if nothing changed', false)
   .option('--wait', 'follow the operation until it ends', false)
   .action(async (ref, o) => {
     if (!o.template && !o.existing) fail('give --template <file>, or --existing to reuse the current template')
     const c = client()
     const { stack: s } = await c.get(`/api/stacks/${encodeURIComponent(ref)}`)
     const after = await eventHead(c, s.id)
-    const res = o.existing ? await c.patch(`/api/stacks/${s.id}`, submission(o)) : await c.put(`/api/stacks/${s.id}`, submission(o))
+    // Always written against a version: the one given, or the one just read (a running update is superseded knowingly).
+    const body = { ...submission(o), ...(o.expect ?? s.templateId ? { expect: o.expect ?? s.templateId } : {}), ...(o.force ? { force: true } : {}) }
+    const res = o.existing ? await c.patch(`/api/stacks/${s.id}`, body) : await c.put(`/api/stacks/${s.id}`, body)
+    if (res.noChanges) return print(res, () => `${s.name}: no changes; nothing was started (--force starts an update anyway)`)
     if (!o.wait) return print(res, () => `${s.name}: UPDATE started${res.superseded ? ` (superseded the running traversal ${res.superseded.slice(0, 8)})` : ''}`)
     await follow(c, s.id, after)
   })
 
 stack
   .command('preview <stack>')
-  .description('show what an update would create, update, replace and delete, without changing anything')
+  .description('show what an update would create, update, replace and delete, with each property before -> after, without changing anything')
   .option('-t, --template <file>', 'new template (default: the current one)')
   .option('-e, --environment <file>', 'environment file')
   .option('-P, --parameter <name=value>', 'parameter value (repeatable)', collect)
   .action(async (ref, o) => {
     const res = await client().post(`/api/stacks/${encodeURIComponent(ref)}/preview`, submission(o))
-    print(res, () =>
-      [
-        table(res.items.map((i: { changed?: string[]; reason?: string }) => ({ ...i, changed: (i.changed ?? []).join(','), reason: i.reason ?? '' })), ['name', 'type', 'action', 'changed', 'reason']),
-        '',
-        Object.entries(res.summary).map(([k, v]) => `${v} ${k}`).join(', ') + (res.against.inFlight ? '  (against the in-flight target)' : ''),
-      ].join('\n'),
+    print(res, () => renderPreview(res))
+  })
+
+stack
+  .command('plan <stack>')
+  .description('compute what an update would do, print it (+ create, ~ update, -/+ replace, - delete) and save it as a plan to apply exactly')
+  .option('-t, --template <file>', 'new template (default: the current one)')
+  .option('-e, --environment <file>', 'environment file')
+  .option('-P, --parameter <name=value>', 'parameter value (repeatable)', collect)
+  .action(async (ref, o) => {
+    const { plan } = await client().post(`/api/stacks/${encodeURIComponent(ref)}/plans`, submission(o))
+    print(plan, () => `${renderPreview(plan.preview)}\n\nSaved as plan ${plan.id} (until ${plan.expiresAt}). Apply exactly this with:\n  kiln stack apply ${plan.id}`)
+  })
+
+stack
+  .command('apply <plan>')
+  .description('apply a saved plan: exactly its template, environment and parameters; refused if the stack changed since it was computed')
+  .option('--wait', 'follow the operation until it ends', false)
+  .action(async (planId, o) => {
+    const c = client()
+    const { plan } = await c.get(`/api/plans/${encodeURIComponent(planId)}`)
+    const after = await eventHead(c, plan.stack.id)
+    const res = await c.post(`/api/stacks/${plan.stack.id}/plans/${plan.id}/apply`, {})
+    if (!o.wait) return print(res, () => `${plan.stack.name}: plan ${plan.id.slice(0, 8)} applied; UPDATE started`)
+    await follow(c, plan.stack.id, after)
+  })
+
+stack
+  .command('plans <stack>')
+  .description("list a stack's saved plans")
+  .action(async (ref) => {
+    const { plans } = await client().get<{ plans: PlanView[] }>(`/api/stacks/${encodeURIComponent(ref)}/plans`)
+    print(plans, () =>
+      table(
+        plans.map((p) => ({ ...p, state: p.appliedAt ? 'applied' : p.expired ? 'expired' : 'ready', changes: `${p.preview.summary.create}+ ${p.preview.summary.update}~ ${p.preview.summary.replace}-/+ ${p.preview.summary.delete}-` })),
+        ['id', 'state', 'changes', 'createdBy', 'createdAt', 'expiresAt'],
+      ),
     )
+  })
+
+stack
+  .command('discard-plan <stack> <plan>')
+  .description('discard a saved plan')
+  .action(async (ref, planId) => {
+    await client().del(`/api/stacks/${encodeURIComponent(ref)}/plans/${encodeURIComponent(planId)}`)
+    print({ discarded: planId }, () => `plan ${planId} discarded`)
+  })
+
+stack
+  .command('diff <stack> <from> [to]')
+  .description("the differences between two versions of a stack's template and parameters (traversal or template ids, or current; to defaults to current)")
+  .action(async (ref, from, to) => {
+    const q = new URLSearchParams({ from, to: to ?? 'current' })
+    const d = await client().get(`/api/stacks/${encodeURIComponent(ref)}/diff?${q}`)
+    print(d, () => renderVersionDiff(d))
   })
 
 stack
@@ -266,7 +322,9 @@ export function run(argv: string[] = process.argv): Promise<unknown> {
   return program.parseAsync(argv).catch((err) => {
     if (err instanceof ApiError) {
       const where = err.issues.map((i) => `  ${i.path}${i.line ? `:${i.line}:${i.column}` : ''}  ${i.message}`).join('\n')
-      fail(`${err.status ? `${err.status}: ` : ''}${err.issues.length ? 'the template has problems:\n' + where : err.message}`, 1)
+      // A stale edit or plan: what changed meanwhile, as a diff.
+      const diff = err.details.diff ? `\n\nWhat changed meanwhile:\n${renderVersionDiff(err.details.diff as VersionDiff)}` : ''
+      fail(`${err.status ? `${err.status}: ` : ''}${err.issues.length ? 'the template has problems:\n' + where : err.message}${diff}`, 1)
     }
     fail(err instanceof Error ? err.message : String(err), 1)
   })

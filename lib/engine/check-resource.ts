@@ -16,11 +16,11 @@ import crypto from 'node:crypto'
 import type { Logger } from '../logger'
 import type { OutsideObjects, OutsideOwner, ResourceContext, ResourceState, ResourceType, ResourceTypeConfig } from '../resources/types'
 import { ReplaceRequired } from '../resources/types'
-import { changedProperties, needsReplacement, validateProperties } from '../resources/schema'
+import { validateProperties } from '../resources/schema'
 import { addSecretValues, secretsOfType } from '../resources/secrets'
 import { propertiesOf } from '../evaluation/bounded'
 import { storedForms } from '../template'
-import { decideCleanup, decideUpdate } from './decide'
+import { createsAgain, decideCleanup, decideNode } from './decide'
 import { NodeSecrets } from './node-secrets'
 import type { ActionOutcome, BeginResult, ClaimedJob, ConvergenceStore, FinishRequest, HeadStart, NodeScope, OutsideObjectStore, ResourceRow } from './ports'
 import type { TraversalCache, TraversalContext } from './traversal-context'
@@ -301,7 +301,7 @@ class NodeRun {
     if (!def) return this.fail('UPDATE', this.ctx!.definitionError ?? `no definition for ${this.row.name} in the traversal's template`)
     const type = this.deps.types.get(def.type)
     if (!type) return this.fail(this.row.action === 'INIT' ? 'CREATE' : 'UPDATE', `unknown resource type ${def.type}`)
-    const creating = this.row.action === 'INIT' || (this.row.action === 'CREATE' && this.row.status === 'FAILED' && this.row.properties === null)
+    const creating = createsAgain(this.row)
     let props: Record<string, unknown>
     try {
       // Within a small allowance on this thread, else on an evaluation thread under the full budget;
@@ -325,10 +325,7 @@ class NodeRun {
     }
     if (this.begun.outcome === 'replace_deleting') return this.replace(def.type, 'the resource is being deleted by an older traversal', false, props)
 
-    const changed = this.row.properties ? changedProperties(this.row.properties, props) : Object.keys(props)
-    const decision = creating
-      ? ({ kind: 'create' } as const)
-      : decideUpdate({ row: this.row, newType: def.type, newProperties: props, changed, notUpdatable: needsReplacement(type.properties, changed) })
+    const decision = decideNode(this.row, def.type, type, props, this.stored())
     const common = { currentTemplateId: this.scope.traversal.rawTemplateId, requires: this.requires(), deletionPolicy: def.deletionPolicy, clearReplacedBy: true, secretForms: this.secretForms }
 
     switch (decision.kind) {
@@ -349,8 +346,6 @@ class NodeRun {
       }
       case 'update': {
         const prev = this.stored()
-        const replaceWhy = type.replaceOnUpdate?.(props, prev, decision.changed)
-        if (replaceWhy) return this.replace(def.type, replaceWhy, true, props)
         const marked = this.markWhenSlow('UPDATE')
         const res = await this.act((rc) => type.update(rc, props, prev, decision.changed))
         await marked()

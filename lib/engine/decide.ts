@@ -3,6 +3,8 @@
  * locked and the node's inputs are known. Mirrors Heat's
  * `check_resource_update` / `_needs_update` / `delete_convergence`.
  */
+import { changedProperties, needsReplacement } from '../resources/schema'
+import type { PropertySchema, ResourceState, ResourceType } from '../resources/types'
 import type { ResourceAction, ResourceStatus } from './types'
 
 export interface RowState {
@@ -64,4 +66,40 @@ export function predictedAction(row: Pick<RowState, 'action' | 'currentTemplateI
   if (stackAction === 'CHECK') return 'CHECK'
   if (isUpdate) return row.action === 'INIT' ? 'CREATE' : null
   return row.currentTemplateId === traversalTemplateId ? null : 'DELETE'
+}
+
+/** What the node decision needs of a resource type: which properties it can update in place, and its own replace rule. */
+export interface TypeRules {
+  properties: Record<string, PropertySchema>
+  replaceOnUpdate?: ResourceType['replaceOnUpdate']
+}
+
+/**
+ * A row whose create never stored a result (INIT, or CREATE_FAILED before it
+ * stored any properties) is created again in place, not replaced.
+ */
+export function createsAgain(row: Pick<RowState, 'action' | 'status' | 'properties'>): boolean {
+  return row.action === 'INIT' || (row.action === 'CREATE' && row.status === 'FAILED' && row.properties === null)
+}
+
+/**
+ * Everything an update node decides about its row before it acts: create it,
+ * leave it, update it in place or replace it. The worker's node run
+ * (check-resource.ts) acts on this; a preview asks the very same question.
+ * `changed` defaults to the properties whose value differs from the row's;
+ * a preview passes the ones it knows (or suspects) change.
+ */
+export function decideNode(
+  row: RowState,
+  newType: string,
+  rules: TypeRules,
+  props: Record<string, unknown>,
+  prev: ResourceState,
+  changed: string[] = row.properties ? changedProperties(row.properties, props) : Object.keys(props),
+): UpdateDecision {
+  if (createsAgain(row)) return { kind: 'create' }
+  const decision = decideUpdate({ row, newType, newProperties: props, changed, notUpdatable: needsReplacement(rules.properties, changed) })
+  if (decision.kind !== 'update') return decision
+  const why = rules.replaceOnUpdate?.(props, prev, decision.changed)
+  return why ? { kind: 'replace', reason: why } : decision
 }

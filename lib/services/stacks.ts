@@ -17,8 +17,10 @@ import { BudgetExceeded } from '../template/budget'
 import type { TypeCatalog } from '../template/types'
 import { ConflictError, NotFoundError, ValidationError } from './errors'
 import type { ResourceType } from '../resources/types'
-import { previewUpdate, type PreviewResult } from './preview'
-import { budgetError, checkSubmission, EMPTY_TEMPLATE_SOURCE, planFor, type Limits, type Submission } from './templates'
+import type { StoredTemplateRow } from '../db/queries/preview'
+import { expectedVersion, isUnchanged, staleConflict, type UpdateGuard } from './edit-guard'
+import { computeUpdatePreview, type PreviewResult } from './preview'
+import { budgetError, checkSubmission, EMPTY_TEMPLATE_SOURCE, planFor, type CheckContext, type Limits, type Submission } from './templates'
 
 export interface Actor {
   projectId: string
@@ -56,6 +58,10 @@ export interface OperationResult {
   action: StackAction | 'CANCEL'
   /** The traversal this one superseded, if a traversal was running. */
   superseded: string | null
+  /** The submission is what the stack already converges to: nothing was started. */
+  noChanges?: true
+  /** An update's new template version (what GET's ETag names from now on). */
+  templateId?: string
 }
 
 export interface CreateRequest extends Submission {
@@ -89,6 +95,20 @@ function toRecord(r: Record<string, unknown>): StackRecord {
     timeoutMins: Number(r.timeout_mins),
     disableRollback: Boolean(r.disable_rollback),
     deletedAt: (r.deleted_at as Date | null) ?? null,
+  }
+}
+
+/**
+ * The submission an update, a preview or a plan means, given the stack's current template:
+ * PATCH semantics (`existing`, or no template) reuse it and its parameters; given ones override.
+ */
+export function submissionFrom(current: Pick<StoredTemplateRow, 'source' | 'environment' | 'parameters'> | null, req: UpdateRequest): Submission {
+  if (req.template && !req.existing) return { template: req.template, environment: req.environment, parameters: req.parameters }
+  if (!current) throw new ConflictError('the stack has no template to reuse')
+  return {
+    template: req.template ?? current.source,
+    environment: req.environment ?? current.environment,
+    parameters: { ...current.parameters, ...(req.parameters ?? {}) },
   }
 }
 
@@ -145,18 +165,15 @@ export function createStackService(deps: ServiceDeps) {
     }
   }
 
-  /** The submission an update or preview means: PATCH semantics reuse the current template and parameters. */
+  /** The submission an update means: PATCH semantics reuse the current template and parameters. */
   async function submissionFor(stack: StackRecord, req: UpdateRequest): Promise<Submission> {
-    if (req.template && !req.existing) return { template: req.template, environment: req.environment, parameters: req.parameters }
+    if (req.template && !req.existing) return submissionFrom(null, req)
     if (!stack.rawTemplateId) throw new ConflictError('the stack has no template to reuse')
     const { rows } = await pool.query('SELECT source, environment, parameters FROM raw_template WHERE id = $1', [stack.rawTemplateId])
-    const cur = rows[0]
-    return {
-      template: req.template ?? cur.source,
-      environment: req.environment ?? cur.environment,
-      parameters: { ...cur.parameters, ...(req.parameters ?? {}) },
-    }
+    return submissionFrom(rows[0] ?? null, req)
   }
+
+  const checkContext = (actor: Actor, stack: StackRecord): CheckContext => ({ catalog: deps.catalog, limits: deps.limits, stackName: stack.name, stackId: stack.id, projectId: actor.projectId })
 
   async function startRollback(stack: StackRecord, actor: string, expect: string | null): Promise<OperationResult> {
     let templateId = stack.lastGoodTemplateId
@@ -217,31 +234,53 @@ export function createStackService(deps: ServiceDeps) {
       }
     },
 
-    async update(actor: Actor, ref: string, req: UpdateRequest): Promise<OperationResult> {
+    /**
+     * Update a stack (also while an operation runs: the new traversal supersedes it). With
+     * `guard.expect`, only if the stack is still at the template version the edit was written
+     * against (409 with what changed, otherwise); with `guard.skipUnchanged`, an unchanged
+     * submission starts nothing and answers `noChanges`.
+     */
+    async update(actor: Actor, ref: string, req: UpdateRequest, guard: UpdateGuard = {}): Promise<OperationResult> {
       const stack = await find(actor, ref)
       if (stack.action === 'DELETE') throw new ConflictError(`stack ${stack.name} is being deleted; it cannot be updated`)
-      const checked = await checkSubmission(await submissionFor(stack, req), { catalog: deps.catalog, limits: deps.limits, stackName: stack.name, stackId: stack.id, projectId: actor.projectId })
+      const expected = guard.expect !== undefined ? await expectedVersion(deps.db, stack, guard.expect, guard.expectFrom) : null
+      if (expected && expected.templateId !== stack.rawTemplateId) throw await staleConflict(deps.db, stack, expected)
+      const checked = await checkSubmission(await submissionFor(stack, req), checkContext(actor, stack))
+      if (guard.skipUnchanged && (await isUnchanged(deps.db, stack, checked, req))) {
+        return { stack: { id: stack.id, name: stack.name }, traversalId: null, action: 'UPDATE', superseded: null, noChanges: true }
+      }
       const templateId = crypto.randomUUID()
-      return run(
-        {
-          stackId: stack.id,
-          action: 'UPDATE',
-          rawTemplateId: templateId,
-          plan: checked.plan,
-          startedBy: actor.name,
-          timeoutMins: req.timeoutMins,
-          disableRollback: req.disableRollback,
-          before: (c) => insertTemplate(c, templateId, stack.id, checked.source, checked.templateText, checked.environmentJson, checked.parameters),
-        },
-        stack,
-        'UPDATE',
-      )
+      try {
+        const started = await run(
+          {
+            stackId: stack.id,
+            action: 'UPDATE',
+            rawTemplateId: templateId,
+            plan: checked.plan,
+            startedBy: actor.name,
+            timeoutMins: req.timeoutMins,
+            disableRollback: req.disableRollback,
+            // The version was checked above; the start commits only if no other operation started since.
+            ...(expected ? { expectTraversalId: stack.currentTraversalId } : {}),
+            before: (c) => insertTemplate(c, templateId, stack.id, checked.source, checked.templateText, checked.environmentJson, checked.parameters),
+          },
+          stack,
+          'UPDATE',
+        )
+        return { ...started, templateId }
+      } catch (err) {
+        if (!(expected && err instanceof ConflictError)) throw err
+        const now = await find(actor, stack.id)
+        if (now.rawTemplateId === expected.templateId) throw err
+        throw await staleConflict(deps.db, now, expected)
+      }
     },
 
     /** What an update would do, against the in-flight target (nothing is written). */
     async preview(actor: Actor, ref: string, req: UpdateRequest): Promise<PreviewResult> {
       const stack = await find(actor, ref)
-      return previewUpdate(pool, stack, await submissionFor(stack, req), { catalog: deps.catalog, limits: deps.limits, stackName: stack.name, stackId: stack.id, projectId: actor.projectId })
+      const computed = await computeUpdatePreview(deps.db, stack.id, (state) => submissionFrom(state.target, req), checkContext(actor, stack), deps.types)
+      return computed.preview
     },
 
     async cancel(actor: Actor, ref: string, opts: { rollback: boolean }): Promise<OperationResult> {

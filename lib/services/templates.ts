@@ -153,7 +153,7 @@ export function portable(ctx: CheckContext): PortableCheckContext {
 }
 
 /** Hidden parameters' values in a submission (request, environment, defaults), for masking messages. */
-function submissionSecrets(template: ParsedTemplate | undefined, sub: Submission): Secrets {
+export function submissionSecrets(template: ParsedTemplate | undefined, sub: Submission): Secrets {
   if (!template) return secretList([])
   let env: Record<string, unknown> = {}
   try {

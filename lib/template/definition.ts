@@ -157,6 +157,8 @@ export function buildDefinition(t: ParsedTemplate, opts: BuildOptions = {}): Sta
     secretForms,
     resources,
     outputs,
+    conditions: Object.fromEntries(Object.keys(t.conditions).map((name) => [name, conditionCache.get(name) === true])),
+    disabled: Object.fromEntries(Object.keys(t.resources).filter((name) => !scope.enabled.has(name)).map((name) => [name, t.resources[name]!.condition])),
   }
 }
 

@@ -204,6 +204,10 @@ export interface StackDefinition {
   /** Resources whose condition holds, by name. */
   resources: Record<string, ResourceDefinition>
   outputs: Record<string, OutputSnippet>
+  /** Every named condition's value (a preview shows which changed). */
+  conditions: Record<string, boolean>
+  /** Resources the template defines whose condition is false, with that condition as written. */
+  disabled: Record<string, unknown>
 }
 
 /** Values of other resources, provided by the engine when resolving. */

@@ -65,7 +65,7 @@ function bodyFor(method: string, path: string): unknown {
   if (path === '/api/stacks') return { name: `n-${crypto.randomBytes(3).toString('hex')}`, template: TEMPLATE('n') }
   if (heat && path.endsWith('/stacks')) return { stack_name: `h-${crypto.randomBytes(3).toString('hex')}`, template: TEMPLATE('h') }
   if (tail === 'cancel') return { rollback: false }
-  if (tail === 'rollback' || tail === 'check') return {}
+  if (tail === 'rollback' || tail === 'check' || tail === 'apply' || tail === 'signal') return {}
   if (tail === 'actions') return { check: null }
   if (method === 'PATCH') return { parameters: {} }
   return { template: TEMPLATE('u') }
@@ -76,7 +76,7 @@ let c: TestCluster
 let api: ApiServer
 const routes: { kiln: RouteDef[]; heat: RouteDef[] } = { kiln: [], heat: [] }
 /** Project A's stack that everything below tries to reach. */
-const target = { id: '', name: '', traversalId: '' }
+const target = { id: '', name: '', traversalId: '', planId: '' }
 /** A stack of project B, for cross-project traversal ids. */
 let bStackId = ''
 
@@ -111,6 +111,9 @@ beforeAll(async () => {
   expect(created.status).toBe(201)
   Object.assign(target, { id: created.body.stack.id, name: created.body.stack.name, traversalId: created.body.traversalId })
   expect(await c.settle(target.id)).toBe('CREATE_COMPLETE')
+  const plan = await api.call('POST', `/api/stacks/${target.id}/plans`, { body: { template: TEMPLATE('planned') } })
+  expect(plan.status).toBe(201)
+  target.planId = plan.body.plan.id
   const bs = await api.call('POST', '/api/stacks', { token: api.b.token, body: { name: 'b-own', template: TEMPLATE('b') } })
   expect(bs.status).toBe(201)
   bStackId = bs.body.stack.id
@@ -159,7 +162,7 @@ describe('every route fails closed', () => {
       ['revoked (API)', revokedApi.secret],
       ['revoked (SQL)', revokedSql.secret],
     ]
-    const values = { stack: target.id, traversal: target.traversalId, token: victim.id, type: 'OS::Heat::TestResource', project: api.a.projectId, name: target.name, id: target.id, resource: 'holder', key: 'out' }
+    const values = { stack: target.id, traversal: target.traversalId, plan: target.planId, token: victim.id, type: 'OS::Heat::TestResource', project: api.a.projectId, name: target.name, id: target.id, resource: 'holder', key: 'out' }
     const before = await snapshot()
     const failures: string[] = []
     let tried = 0
@@ -220,7 +223,7 @@ describe('every route fails closed', () => {
     const failures: string[] = []
     for (const [k, { cookie, csrfToken }] of Object.entries(cookies)) {
       for (const r of routes.kiln.filter((x) => !x.public)) {
-        const path = fill(r.path, { stack: target.id, traversal: 'current', token: cases.logout.id, type: 'OS::Heat::None', resource: 'holder' })
+        const path = fill(r.path, { stack: target.id, traversal: 'current', plan: target.planId, resource: 'holder', token: cases.logout.id, type: 'OS::Heat::None' })
         const res = await api.call(r.method, path, { token: null, headers: { cookie, 'x-csrf-token': csrfToken, origin: api.url }, body: bodyFor(r.method, r.path) })
         if (res.status !== 401) failures.push(`${k}: ${r.method} ${path} -> ${res.status}`)
       }
@@ -245,9 +248,9 @@ describe("another project's stack is indistinguishable from a missing one", () =
       for (const [theirs, missing] of [[target.id, missingId], [target.name, missingName]] as const) {
         for (const traversal of ['current', target.traversalId]) {
           const body = bodyFor(r.method, r.path)
-          const a = await api.call(r.method, fill(r.path, { stack: theirs, traversal, resource: 'holder' }), { token: api.b.token, body })
-          const m = await api.call(r.method, fill(r.path, { stack: missing, traversal, resource: 'holder' }), { token: api.b.token, body })
-          const where = `${r.method} ${fill(r.path, { stack: theirs, traversal, resource: 'holder' })}`
+          const a = await api.call(r.method, fill(r.path, { stack: theirs, traversal, plan: target.planId, resource: 'holder' }), { token: api.b.token, body })
+          const m = await api.call(r.method, fill(r.path, { stack: missing, traversal, plan: target.planId, resource: 'holder' }), { token: api.b.token, body })
+          const where = `${r.method} ${fill(r.path, { stack: theirs, traversal, plan: target.planId, resource: 'holder' })}`
           if (a.status !== 404 || m.status !== 404) failures.push(`${where}: ${a.status} (missing: ${m.status})`)
           if (normal(a.text, theirs, target.traversalId) !== normal(m.text, missing, target.traversalId)) failures.push(`${where}: ${a.text} differs from ${m.text}`)
           if (a.text.includes(target.id) && !where.includes(target.id)) failures.push(`${where}: reveals the id`)
@@ -340,7 +343,7 @@ describe('CSRF', () => {
     const before = await snapshot()
     const failures: string[] = []
     for (const r of writes) {
-      const path = fill(r.path, { stack: target.id, traversal: 'current', token: victim.id, type: 'OS::Heat::None', resource: 'holder' })
+      const path = fill(r.path, { stack: target.id, traversal: 'current', plan: target.planId, resource: 'holder', token: victim.id, type: 'OS::Heat::None' })
       for (const [label, headers] of attempts) {
         const res = await api.call(r.method, path, { token: null, headers: { cookie, ...headers }, body: bodyFor(r.method, r.path) })
         if (res.status !== 403 || res.body?.error?.code !== 'csrf') failures.push(`${label}: ${r.method} ${path} -> ${res.status} ${res.text.slice(0, 100)}`)

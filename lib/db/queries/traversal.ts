@@ -44,6 +44,11 @@ export interface StartTraversalInput {
   abortInFlight?: boolean
   /** Statement run inside the transaction before anything else (e.g. inserting the raw template). */
   before?: (client: pg.PoolClient) => Promise<void>
+  /**
+   * Checked inside the transaction once the stack row is locked and `expectTraversalId`
+   * holds (a saved plan's row versions): throwing refuses the start, and nothing is written.
+   */
+  guard?: (client: pg.PoolClient) => Promise<void>
 }
 
 export type StartTraversalResult =
@@ -94,6 +99,7 @@ async function startInTransaction(client: pg.PoolClient, input: StartTraversalIn
   if (input.expectTraversalId !== undefined && stack.current_traversal_id !== input.expectTraversalId) {
     return { started: false, reason: 'conflict', detail: 'the stack has moved on to another operation' }
   }
+  await input.guard?.(client)
 
   const { rows: live } = await client.query(
     `SELECT id, name, action, status, current_template_id, requires, replaces, replaced_by, updated_at
