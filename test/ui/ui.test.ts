@@ -576,7 +576,8 @@ outputs:
     expect(await page.content()).not.toContain('ui-s3cret-pass')
     await page.getByRole('button', { name: 'Reveal' }).click()
     await expect.poll(() => page.getByTestId('output-dsn-revealed').innerText()).toBe('"user:ui-s3cret-pass@db"')
-    await page.getByRole('button', { name: 'Hide' }).click()
+    await page.getByTestId('outputs').getByRole('button', { name: 'Hide', exact: true }).click()
+    await expect.poll(() => page.getByTestId('outputs').innerText()).toContain('******')
     expect(await page.content()).not.toContain('ui-s3cret-pass')
   })
 
