@@ -15,10 +15,11 @@
 import crypto from 'node:crypto'
 import type { Logger } from '../logger'
 import type { OutsideObjects, OutsideOwner, ResourceContext, ResourceState, ResourceType, ResourceTypeConfig } from '../resources/types'
-import { ReplaceRequired } from '../resources/types'
+import { ReplaceRequired, ResourceActionError } from '../resources/types'
 import { changedProperties, needsReplacement, validateProperties } from '../resources/schema'
 import { propertiesOf } from '../evaluation/bounded'
 import { decideCleanup, decideUpdate } from './decide'
+import { compareObserved, describeDrift } from './drift'
 import type { ActionOutcome, BeginResult, ClaimedJob, ConvergenceStore, FinishRequest, HeadStart, NodeScope, OutsideObjectStore, ResourceRow } from './ports'
 import type { TraversalCache, TraversalContext } from './traversal-context'
 import type { NodePayload, ResourceAction } from './types'
@@ -433,11 +434,21 @@ class NodeRun {
     }
   }
 
+  /**
+   * Heat's stack check, by looking: the type observes the object (gone or
+   * drifted fails the check, naming what changed), then runs its own check.
+   */
   private async check(): Promise<NodeResult> {
     const type = this.deps.types.get(this.row.type)
     if (!type) return this.fail('CHECK', `unknown resource type ${this.row.type}`)
     const state = this.stored()
-    const res = await this.act(async (rc) => type.check?.(rc, state))
+    const res = await this.act(async (rc) => {
+      if (type.observe) {
+        const finding = compareObserved(state.properties, await type.observe(rc, state))
+        if (finding.state === 'DELETED' || finding.state === 'MODIFIED') throw new ResourceActionError(`${this.row.physicalId ?? this.row.name}: ${describeDrift(finding)}`)
+      }
+      await type.check?.(rc, state)
+    })
     if (!res.ok) return this.actionFailed('CHECK', res)
     return this.finish(
       { ok: true, reason: 'state changed', set: { action: 'CHECK', status: 'COMPLETE', statusReason: 'state changed' }, resourceEvent: true, payload: payloadOf(this.row, { action: 'CHECK', status: 'COMPLETE' }) },

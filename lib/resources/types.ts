@@ -39,6 +39,23 @@
  * project's workspace (`config.workspaceDir/<project id>`), never through a
  * symbolic link, within the project's quota; a database login made for a
  * tenant reaches its own database only.
+ *
+ * Observing (`observe`) reads the real object and says whether it is gone or
+ * exists, with its properties as seen. Drift detection, `converge`, stack
+ * check and the recovery of a FAILED row all rest on it. Its rules:
+ *   - read-only: it changes nothing, neither the object nor Kiln's records
+ *     (`ctx.objects.find` only);
+ *   - fast: a single look (one stat and read, one catalog query), no waiting
+ *     for the object to settle; the engine runs it under the row's lock;
+ *   - abortable: it stops when `ctx.signal` fires, as an action does;
+ *   - faithful to the schema: a property is reported in the form the engine
+ *     stores it, and a value that equals the stored one is reported exactly
+ *     as stored (`0644` stays `0644`, never `420`), so that comparing the two
+ *     finds only real changes. A property it cannot read is left out, and is
+ *     then never compared.
+ * A state-only type has nothing outside Kiln: what the engine stores is all
+ * there is of it, and its observe answers `exists` with the stored properties
+ * and attributes (`observeStored`), so it is never found drifted.
  */
 import type { Logger } from '../logger'
 
@@ -223,6 +240,29 @@ export interface ResourceState {
   data: Record<string, unknown>
 }
 
+/** What `observe` saw of the real object. */
+export type Observation =
+  /** Nothing is there (the file, the database was removed). */
+  | { state: 'gone' }
+  | ObservedObject
+
+export interface ObservedObject {
+  state: 'exists'
+  /**
+   * The properties the type can read back, in the form the engine stores them
+   * (see the rules at the top of this file). A property left out is not compared.
+   */
+  properties: Record<string, unknown>
+  /** Attributes as an action would return them; omitted: the stored ones still hold. */
+  attributes?: Record<string, unknown>
+  /**
+   * What is wrong with the object beyond its properties, each a sentence for
+   * the user (a login role that is missing, a privilege someone granted): the
+   * object has drifted, and an update in place repairs it.
+   */
+  problems?: string[]
+}
+
 export interface ActionResult {
   /** The physical id (what `get_resource` returns). Defaults to the previous one, then to `ctx.physicalName`. */
   physicalId?: string | null
@@ -263,8 +303,28 @@ export interface ResourceType {
   replaceOnUpdate?(props: Record<string, unknown>, prev: ResourceState, changed: string[]): string | null
   /** Delete the resource. Must succeed when it is already gone. */
   delete(ctx: ResourceContext, state: ResourceState): Promise<void>
-  /** Verify the resource still exists and is healthy (stack check). Throw if not. */
+  /**
+   * Verify the resource is healthy (stack check), beyond what `observe` shows:
+   * a check first observes the object (gone or drifted fails it), then calls
+   * this. Throw if not.
+   */
   check?(ctx: ResourceContext, state: ResourceState): Promise<void>
+  /**
+   * Read the real object (read-only, fast, abortable: the rules at the top of
+   * this file). `state` is what the engine stored; the object is found by its
+   * physical id or stored properties. Without it, the type cannot be checked
+   * for drift and is taken as it is stored.
+   */
+  observe?(ctx: ResourceContext, state: ResourceState): Promise<Observation>
+  /**
+   * Heat's `needs_replace_failed`: a FAILED row (an action failed, or its
+   * worker died mid-action) whose object `observe` found to exist must be
+   * replaced (answer the reason) or can be repaired by an update in place
+   * (answer null; the update then runs even with no property changed). A
+   * FAILED row whose object is gone is always replaced. Without it (or
+   * without `observe`), a FAILED row is replaced, as Heat does by default.
+   */
+  needsReplaceFailed?(seen: ObservedObject, state: ResourceState): string | null
 }
 
 /** Thrown by `update` to ask the engine to replace the resource (Heat's UpdateReplace). */

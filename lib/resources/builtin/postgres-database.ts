@@ -37,7 +37,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto'
 import pg from 'pg'
-import { DEFAULT_TENANT_CONNECTION_LIMIT, ResourceActionError, type OutsideRef, type ResourceContext, type ResourceState, type ResourceType } from '../types'
+import { DEFAULT_TENANT_CONNECTION_LIMIT, ResourceActionError, type Observation, type OutsideRef, type ResourceContext, type ResourceState, type ResourceType } from '../types'
 import { scramVerifier } from './scram'
 
 /** The group every tenant role belongs to (pg_hba.conf of the embedded cluster names it). */
@@ -74,10 +74,17 @@ function targetUrl(ctx: ResourceContext): string {
 /** application_name of every connection acting on database `name`, so a later attempt can find one a dead worker left. */
 const tagFor = (name: string) => `kiln-pg-${createHash('sha256').update(name).digest('hex').slice(0, 32)}`
 
-async function withClient<T>(ctx: ResourceContext, name: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
+/**
+ * application_name of a connection that only looks (observe): not the tag of
+ * actions, so that an action's endLeftovers never ends a look that runs
+ * beside it (an import preview in the web process).
+ */
+const OBSERVER_TAG = 'kiln-pg-observe'
+
+async function withClient<T>(ctx: ResourceContext, name: string, fn: (c: pg.Client) => Promise<T>, tag = tagFor(name)): Promise<T> {
   const url = targetUrl(ctx)
   ctx.signal.throwIfAborted()
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 10_000, application_name: tagFor(name) })
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 10_000, application_name: tag })
   // An abort closes the connection; a statement the server is still running is ended by the next attempt (endLeftovers).
   const onAbort = () => void client.end().catch(() => {})
   ctx.signal.addEventListener('abort', onAbort, { once: true })
@@ -180,6 +187,39 @@ async function ensure(ctx: ResourceContext, props: Record<string, unknown>, prev
   }
 }
 
+/** The database a row's object is: its physical id, or (a create that stored nothing) the name its properties give. */
+const storedName = (ctx: ResourceContext, state: ResourceState) => state.physicalId ?? (state.attributes.database as string | undefined) ?? nameOf(ctx, state.properties)
+
+/**
+ * The database as the server has it (one catalog query): gone, or its
+ * connection limit, and as problems whatever the create promised that no
+ * longer holds (the role, its ownership, PUBLIC kept out).
+ */
+async function observe(ctx: ResourceContext, state: ResourceState): Promise<Observation> {
+  const name = storedName(ctx, state)
+  return withClient(ctx, name, async (c) => {
+    const { rows } = await c.query<{ limit: number; owner: string; role: boolean; public_connect: boolean }>(
+      `SELECT d.datconnlimit AS limit, pg_get_userbyid(d.datdba) AS owner,
+              EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1) AS role,
+              has_database_privilege('public', d.oid, 'CONNECT') AS public_connect
+         FROM pg_database d WHERE d.datname = $1`,
+      [name],
+    )
+    const db = rows[0]
+    if (!db) return { state: 'gone' }
+    const problems: string[] = []
+    if (!db.role) problems.push(`the login role ${name} is missing`)
+    else if (db.owner !== name) problems.push(`the database is owned by ${db.owner}, not by its role ${name}`)
+    if (db.public_connect) problems.push('PUBLIC may connect to the database')
+    return {
+      state: 'exists',
+      // `name` only when the row stores it (it has no default: the derived name is not a property).
+      properties: { ...(state.properties.name !== undefined ? { name } : {}), connection_limit: Number(db.limit) },
+      ...(problems.length ? { problems } : {}),
+    }
+  }, OBSERVER_TAG)
+}
+
 export const postgresDatabaseResource: ResourceType = {
   name: 'Kiln::Postgres::Database',
   description: 'A PostgreSQL database and a login role owning it, on the configured target server. The role can reach that database only.',
@@ -208,7 +248,7 @@ export const postgresDatabaseResource: ResourceType = {
   update: (ctx, props, prev) => ensure(ctx, props, prev),
   async delete(ctx, state) {
     // A create that stored nothing deletes by the properties it started with (state.properties).
-    const name = state.physicalId ?? (state.attributes.database as string | undefined) ?? nameOf(ctx, state.properties)
+    const name = storedName(ctx, state)
     const mine = await ctx.objects.startDelete(refs(ctx, name))
     if (!mine.length) return // never recorded, gone, or a successor owns it now
     await withClient(ctx, name, async (c) => {
@@ -218,11 +258,9 @@ export const postgresDatabaseResource: ResourceType = {
     })
     await ctx.objects.forget(mine)
   },
-  async check(ctx, state) {
-    const name = state.physicalId
-    if (!name) throw new ResourceActionError('the database was never created')
-    await withClient(ctx, name, async (c) => {
-      if (!(await present(c, name)).database) throw new ResourceActionError(`database ${name} no longer exists`)
-    })
-  },
+  // A stack check observes the database (gone, or drifted, fails it): nothing more to check.
+  observe,
+  // The database is there: ensure() repairs the role, its limits and privileges in place,
+  // keeping the password and the data (a replacement would set a new password on it).
+  needsReplaceFailed: () => null,
 }
