@@ -18,8 +18,8 @@ import type { OutsideObjects, OutsideOwner, ResourceContext, ResourceState, Reso
 import { ReplaceRequired, ResourceActionError } from '../resources/types'
 import { changedProperties, needsReplacement, validateProperties } from '../resources/schema'
 import { propertiesOf } from '../evaluation/bounded'
-import { decideCleanup, decideUpdate } from './decide'
-import { compareObserved, describeDrift } from './drift'
+import { decideCleanup, decideObserved, decideUpdate, type SeenObject } from './decide'
+import { compareObserved, describeDrift, type DriftFinding } from './drift'
 import type { ActionOutcome, BeginResult, ClaimedJob, ConvergenceStore, FinishRequest, HeadStart, NodeScope, OutsideObjectStore, ResourceRow } from './ports'
 import type { TraversalCache, TraversalContext } from './traversal-context'
 import type { NodePayload, ResourceAction } from './types'
@@ -309,9 +309,11 @@ class NodeRun {
     if (this.begun.outcome === 'replace_deleting') return this.replace(def.type, 'the resource is being deleted by an older traversal', false, props)
 
     const changed = this.row.properties ? changedProperties(this.row.properties, props) : Object.keys(props)
-    const decision = creating
-      ? ({ kind: 'create' } as const)
-      : decideUpdate({ row: this.row, newType: def.type, newProperties: props, changed, notUpdatable: needsReplacement(type.properties, changed) })
+    const inputs = { row: this.row, newType: def.type, newProperties: props, changed, notUpdatable: needsReplacement(type.properties, changed) }
+    // A look at the object first, when the type can say what a failed row needs (or the update converges).
+    const look = creating ? null : await this.look(type, props, false)
+    if (look && 'outcome' in look) return look
+    const decision = creating ? ({ kind: 'create' } as const) : look ? decideObserved(inputs, look.seen, { converge: false }) : decideUpdate(inputs)
     const common = { currentTemplateId: this.scope.traversal.rawTemplateId, requires: this.requires(), deletionPolicy: def.deletionPolicy, clearReplacedBy: true }
 
     switch (decision.kind) {
@@ -331,7 +333,8 @@ class NodeRun {
         return this.completed('CREATE', def.type, props, res.value, common, 'created')
       }
       case 'update': {
-        const prev = this.stored()
+        // After a look, the type's `prev` is the object as seen (its properties over the stored ones).
+        const prev = look?.prev ?? this.stored()
         const replaceWhy = type.replaceOnUpdate?.(props, prev, decision.changed)
         if (replaceWhy) return this.replace(def.type, replaceWhy, true, props)
         const marked = this.markWhenSlow('UPDATE')
@@ -341,8 +344,44 @@ class NodeRun {
           if (res.error instanceof ReplaceRequired && !res.aborted) return this.replace(def.type, res.error.message, true, props)
           return this.actionFailed('UPDATE', res)
         }
-        return this.completed('UPDATE', def.type, props, res.value, common, 'updated')
+        const observed = look ? { eventData: { observed: look.finding.state, ...(decision.repair ? { repaired: describeDrift(look.finding) } : {}) } } : {}
+        return this.completed('UPDATE', def.type, props, res.value, common, 'updated', observed)
       }
+    }
+  }
+
+  /**
+   * Observe the row's object before deciding, when that can change the
+   * decision: a FAILED row of a type that says what its failed rows need
+   * (needsReplaceFailed), or any row when the update converges. Null when
+   * there is nothing to look at; a NodeResult when the look itself failed
+   * (the node fails with its reason).
+   */
+  private async look(type: ResourceType, props: Record<string, unknown>, converge: boolean): Promise<{ seen: SeenObject; prev: ResourceState; finding: DriftFinding } | NodeResult | null> {
+    if (!type.observe || this.row.action === 'INIT' || this.row.action === 'DELETE' || this.row.type !== type.name) return null
+    const failed = this.row.status === 'FAILED'
+    if (!(converge || (failed && type.needsReplaceFailed))) return null
+    const stored = this.stored()
+    const res = await this.act((rc) => type.observe!(rc, stored))
+    if (!res.ok) {
+      const action = failed || converge ? 'UPDATE' : this.row.action
+      return res.aborted ? this.fail(action, `observe aborted (${res.aborted})`, true) : this.fail(action, `observe failed: ${message(res.error)}`)
+    }
+    const obs = res.value
+    const finding = compareObserved(stored.properties, obs)
+    if (obs.state === 'gone') return { seen: { state: 'gone' }, prev: stored, finding }
+    const base = { ...stored.properties, ...obs.properties }
+    const changed = changedProperties(base, props)
+    return {
+      seen: {
+        state: 'exists',
+        changed,
+        notUpdatable: needsReplacement(type.properties, changed),
+        problems: obs.problems ?? [],
+        replaceFailed: !failed ? null : type.needsReplaceFailed ? type.needsReplaceFailed(obs, stored) : 'the type cannot repair a failed resource',
+      },
+      prev: { ...stored, properties: base, attributes: { ...stored.attributes, ...(obs.attributes ?? {}) } },
+      finding,
     }
   }
 
@@ -353,12 +392,13 @@ class NodeRun {
     out: { physicalId?: string | null; attributes?: Record<string, unknown>; data?: Record<string, unknown> },
     common: Record<string, unknown>,
     outcome: NodeOutcome,
+    extra: { eventData?: Record<string, unknown> } = {},
   ): Promise<NodeResult> {
     const physicalId = out.physicalId !== undefined ? out.physicalId : (this.row.physicalId ?? physicalName(this.scope.stack.name, this.row))
     const attributes = out.attributes ?? this.row.attributes ?? {}
     const set = { ...common, action, status: 'COMPLETE' as const, statusReason: 'state changed', type, physicalId, properties: props, attributes, data: out.data ?? this.row.data ?? {} }
     const payload = payloadOf(this.row, { physicalId, attributes, action, status: 'COMPLETE' })
-    return this.finish({ ok: true, reason: 'state changed', set, resourceEvent: true, payload }, outcome)
+    return this.finish({ ok: true, reason: 'state changed', set, resourceEvent: true, payload, ...extra }, outcome)
   }
 
   private actionFailed(action: ResourceAction, res: { error: unknown; aborted: string | null }): Promise<NodeResult> {

@@ -17,7 +17,8 @@ export interface RowState {
 export type UpdateDecision =
   | { kind: 'create' }
   | { kind: 'noop' }
-  | { kind: 'update'; changed: string[] }
+  /** `repair`: the update runs even with no property changed (a failed row, or a drifted object, is put right in place). */
+  | { kind: 'update'; changed: string[]; repair?: boolean }
   | { kind: 'replace'; reason: string }
 
 export interface UpdateInputs {
@@ -34,7 +35,8 @@ export interface UpdateInputs {
 export function decideUpdate(i: UpdateInputs): UpdateDecision {
   const { row } = i
   if (row.action === 'INIT') return { kind: 'create' }
-  // A failed row is never trusted: replace it (Heat's needs_replace_failed).
+  // Without a look at the object, a failed row is not trusted: replace it (Heat's default needs_replace_failed).
+  // decideObserved decides after a look.
   if (row.status === 'FAILED') return { kind: 'replace', reason: `${row.action}_FAILED resource is replaced` }
   if (row.action === 'DELETE') return { kind: 'replace', reason: 'the resource was deleted' }
   if (row.type !== i.newType) return { kind: 'replace', reason: `type changed from ${row.type} to ${i.newType}` }
@@ -64,4 +66,49 @@ export function predictedAction(row: Pick<RowState, 'action' | 'currentTemplateI
   if (stackAction === 'CHECK') return 'CHECK'
   if (isUpdate) return row.action === 'INIT' ? 'CREATE' : null
   return row.currentTemplateId === traversalTemplateId ? null : 'DELETE'
+}
+
+/**
+ * What the resource type's `observe` saw of a row's object, summarised for a
+ * decision (the caller compares: lib/engine/drift.ts).
+ */
+export type SeenObject =
+  | { state: 'gone' }
+  | {
+      state: 'exists'
+      /** Properties whose new value differs from the object as seen (seen values over the stored ones). */
+      changed: string[]
+      /** The subset of `changed` that cannot be updated in place. */
+      notUpdatable: string[]
+      /** What the type found wrong beyond the properties. */
+      problems: string[]
+      /** For a FAILED row: the type's needs_replace_failed answer (a reason to replace), else null. */
+      replaceFailed: string | null
+    }
+
+/**
+ * decideUpdate after a look at the object: Heat's needs_replace_failed for a
+ * FAILED row (also one whose lock was broken after its worker died), and
+ * `converge` (the object as seen, not as stored, is what the new definition
+ * is compared with). `seen` is null when nothing was observed (the type
+ * cannot observe, or it has no needs_replace_failed and the update does not
+ * converge): the decision is then decideUpdate's.
+ *
+ *   - the object is gone: replaced (a new one is made);
+ *   - a FAILED row whose object exists: updated in place, even with nothing
+ *     changed, unless the type asks for a replacement or a changed property
+ *     cannot be updated in place;
+ *   - converging: updated in place when the object differs from the new
+ *     definition or has problems, left alone when it matches.
+ */
+export function decideObserved(i: UpdateInputs, seen: SeenObject | null, opts: { converge: boolean }): UpdateDecision {
+  const { row } = i
+  if (seen === null || row.action === 'INIT' || row.action === 'DELETE' || row.type !== i.newType) return decideUpdate(i)
+  if (row.status !== 'FAILED' && !opts.converge) return decideUpdate(i)
+  if (seen.state === 'gone') return { kind: 'replace', reason: 'the object is gone (observed)' }
+  if (row.status === 'FAILED' && seen.replaceFailed) return { kind: 'replace', reason: `${row.action}_FAILED resource is replaced: ${seen.replaceFailed}` }
+  if (seen.notUpdatable.length) return { kind: 'replace', reason: `update of ${seen.notUpdatable.join(', ')} requires replacement` }
+  if (row.status === 'FAILED') return { kind: 'update', changed: seen.changed, repair: true }
+  if (!seen.changed.length && !seen.problems.length) return { kind: 'noop' }
+  return { kind: 'update', changed: seen.changed, repair: true }
 }

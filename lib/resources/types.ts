@@ -11,7 +11,9 @@
  *
  * Idempotence matters: a worker can die after the action changed the outside
  * world but before the result was stored. The engine then marks the row FAILED
- * and replaces it (or retries a create in place), and the FAILED row's cleanup
+ * and replaces it, updates it in place (when `observe` finds the object and
+ * `needsReplaceFailed` says it can be repaired), or retries a create in
+ * place; a replaced FAILED row's cleanup
  * calls `delete` with whatever was stored; for a create that stored nothing,
  * with the properties it was started with (written before a create of a type
  * that is not `stateOnly` runs). So `delete` must tolerate "already gone", and
