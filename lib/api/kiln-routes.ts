@@ -121,6 +121,8 @@ export function kilnRoutes(d: ApiDeps, router: Router<Principal>, signals: Signa
     .add('POST', '/api/stacks/:stack/cancel', async (c) => accepted(await d.stacks.cancel(actorOf(c.principal), c.params.stack!, parse(CancelBody, await c.json()))))
     .add('POST', '/api/stacks/:stack/rollback', async (c) => accepted(await d.stacks.rollback(actorOf(c.principal), c.params.stack!)))
     .add('POST', '/api/stacks/:stack/check', async (c) => accepted(await d.stacks.check(actorOf(c.principal), c.params.stack!)))
+    .add('POST', '/api/stacks/:stack/drift', async (c) => accepted(await d.stacks.drift(actorOf(c.principal), c.params.stack!)))
+    .add('GET', '/api/stacks/:stack/drift', async (c) => json({ drift: await d.reads.drift(actorOf(c.principal), c.params.stack!) }))
     .add('POST', '/api/stacks/:stack/resources/:resource/signal', async (c) => {
       const body = parse(SignalBody, await c.json())
       const stack = await d.reads.stackRow(actorOf(c.principal), c.params.stack!)

@@ -1,7 +1,7 @@
 /**
  * `kiln`: the command-line client of Kiln's REST API.
  *
- *   kiln stack create|update|preview|cancel|delete|list|show|events|watch|export-graph
+ *   kiln stack create|update|preview|cancel|delete|list|show|drift|events|watch|export-graph
  *   kiln template validate
  *
  * URL and token come from --url/--token or KILN_URL/KILN_TOKEN. `--wait` and
@@ -12,6 +12,7 @@ import fs from 'node:fs'
 import { Command, Option } from 'commander'
 import { parseEnv } from '../env'
 import { ApiError, KilnClient } from './client'
+import { renderDrift, type DriftReport } from './drift'
 import { table } from './render'
 import { jsonSafe, terminalSafe } from './terminal-safe'
 import { eventHead, watchStack } from './watch'
@@ -195,6 +196,25 @@ stack
     const res = await c.del(`/api/stacks/${s.id}`)
     if (!o.wait) return print(res, () => `${s.name}: DELETE started`)
     await follow(c, s.id, after)
+  })
+
+stack
+  .command('drift <stack>')
+  .description('check every resource against its real object and print what changed outside Kiln, Terraform-style')
+  .option('--last', 'print the latest drift check without running a new one', false)
+  .option('--exit-code', 'exit 2 when drift is found (0 when none)', false)
+  .action(async (ref, o) => {
+    const c = client()
+    const { stack: s } = await c.get(`/api/stacks/${encodeURIComponent(ref)}`)
+    if (!o.last) {
+      const after = await eventHead(c, s.id)
+      await c.post(`/api/stacks/${s.id}/drift`, {})
+      const end = await watchStack(c, s.id, { after, json: json(), out: process.stdout, err: process.stderr })
+      if (end.status === 'FAILED') fail(`${end.action}_${end.status}: ${end.reason}`, 1)
+    }
+    const { drift } = await c.get(`/api/stacks/${s.id}/drift`)
+    print(drift, () => renderDrift(drift as DriftReport))
+    if (o.exitCode && drift.summary.modified + drift.summary.deleted > 0) process.exit(2)
   })
 
 stack

@@ -5,6 +5,7 @@ import { withRetry } from './retry'
 import { StepBatcher } from './step-batcher'
 import { beginNode, finishNode, finishNodes, markInProgress, recordIntent, replaceNode, replaceNodes, reportProgress } from './queries/node'
 import { outsideObjectStore } from './queries/outside-objects'
+import { recordDrift } from './queries/drift'
 import { loadTraversal } from './queries/traversal'
 import { clearSignals, listSignals } from './queries/signals'
 import { signalStore } from './signal-waits'
@@ -51,6 +52,7 @@ export function createStore(pool: pg.Pool, opts: StoreOptions): ConvergenceStore
     markInProgress: (job, action) => retry('mark', () => markInProgress(pool, workerId, job, action, lazyTypes)),
     recordIntent: (job, properties, requires) => retry('intent', () => recordIntent(pool, workerId, job, properties, requires)),
     reportProgress: (job, message, fraction) => reportProgress(pool, workerId, job, message, fraction).catch(() => {}),
+    recordDrift: (job, record) => retry('drift', () => recordDrift(pool, job.traversalId!, record)),
     loadTraversal: (id) => retry('load', () => loadTraversal(pool, id)),
     objects: outsideObjectStore(pool, retry),
     signals: opts.listen

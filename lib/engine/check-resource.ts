@@ -19,7 +19,7 @@ import { ReplaceRequired, ResourceActionError } from '../resources/types'
 import { changedProperties, needsReplacement, validateProperties } from '../resources/schema'
 import { propertiesOf } from '../evaluation/bounded'
 import { decideCleanup, decideObserved, decideUpdate, type SeenObject } from './decide'
-import { compareObserved, describeDrift, type DriftFinding } from './drift'
+import { boundedChanges, compareObserved, describeDrift, type DriftFinding } from './drift'
 import type { ActionOutcome, BeginResult, ClaimedJob, ConvergenceStore, FinishRequest, HeadStart, NodeScope, OutsideObjectStore, ResourceRow } from './ports'
 import type { TraversalCache, TraversalContext } from './traversal-context'
 import type { NodePayload, ResourceAction } from './types'
@@ -153,6 +153,7 @@ class NodeRun {
     try {
       if (!this.ctx) return this.fail('CREATE', 'the traversal record is missing')
       if (this.scope.traversal.action === 'CHECK') return await this.check()
+      if (this.scope.traversal.action === 'DRIFT') return await this.drift()
       return this.key.update ? await this.update() : await this.cleanup()
     } catch (err) {
       // Anything unexpected still releases the row and fails the node (Heat bug 1703043: never hang).
@@ -472,6 +473,36 @@ class NodeRun {
         return this.finish({ ok: true, reason: 'state changed', set: { ...deleted, statusReason: 'state changed' }, resourceEvent: true, deleted: true }, 'deleted')
       }
     }
+  }
+
+  /**
+   * A drift check: the type observes the object, the finding is stored
+   * against the row, and the row itself is left as it was (its action and
+   * status are the last action's). A look that fails is stored as
+   * NOT_CHECKED with its reason, and the check goes on with the other rows:
+   * one unreachable object must not hide the drift of the rest.
+   */
+  private async drift(): Promise<NodeResult> {
+    const type = this.deps.types.get(this.row.type)
+    const state = this.stored()
+    let finding: DriftFinding
+    if (!type?.observe) finding = { state: 'NOT_CHECKED', changes: [], problems: [type ? `${this.row.type} cannot observe its object` : `unknown resource type ${this.row.type}`] }
+    else if (this.row.properties === null) finding = { state: 'NOT_CHECKED', changes: [], problems: [`the resource was never created (${this.row.action}_${this.row.status})`] }
+    else {
+      const res = await this.act((rc) => type.observe!(rc, state))
+      finding = res.ok ? compareObserved(state.properties, res.value) : { state: 'NOT_CHECKED', changes: [], problems: [this.redact(`observe failed: ${res.aborted ?? message(res.error)}`)] }
+    }
+    await this.deps.store.recordDrift(this.job, {
+      stackId: this.scope.stack.id,
+      resourceId: this.row.id,
+      resourceName: this.row.name,
+      state: finding.state,
+      changes: boundedChanges(finding.changes),
+      problems: finding.problems,
+    })
+    const reason = this.redact(describeDrift(finding))
+    const eventData = { drift: finding.state, changed: finding.changes.map((c) => c.property), problems: finding.problems.map((p) => this.redact(p)) }
+    return this.finish({ ok: true, reason, payload: payloadOf(this.row), eventData }, 'checked')
   }
 
   /**

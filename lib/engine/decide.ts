@@ -64,6 +64,7 @@ export function decideCleanup(row: RowState, traversalTemplateId: string): Clean
 /** The action recorded while a node works on its row (shown as `<ACTION>_IN_PROGRESS`). */
 export function predictedAction(row: Pick<RowState, 'action' | 'currentTemplateId'>, isUpdate: boolean, traversalTemplateId: string, stackAction: string): ResourceAction | null {
   if (stackAction === 'CHECK') return 'CHECK'
+  if (stackAction === 'DRIFT') return null
   if (isUpdate) return row.action === 'INIT' ? 'CREATE' : null
   return row.currentTemplateId === traversalTemplateId ? null : 'DELETE'
 }

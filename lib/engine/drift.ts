@@ -4,6 +4,7 @@
  * a stack check, by `converge` and by the recovery of a FAILED row.
  */
 import { isDeepStrictEqual } from 'node:util'
+import { shownValue } from '../resources/schema'
 import type { Observation } from '../resources/types'
 
 /** IN_SYNC: as stored; MODIFIED: properties differ, or the type names a problem; DELETED: gone; NOT_CHECKED: the type cannot observe. */
@@ -49,4 +50,18 @@ export function describeDrift(f: DriftFinding): string {
     case 'MODIFIED':
       return ['modified outside Kiln', [f.changes.length ? f.changes.map((c) => c.property).join(', ') : '', ...f.problems].filter(Boolean).join('; ')].join(': ')
   }
+}
+
+/** A stored value is cut beyond this many bytes (a file's content may be a megabyte; the diff shows its start). */
+export const DRIFT_VALUE_BYTES = 4096
+
+/** The changes as they are stored: each value at most DRIFT_VALUE_BYTES (JSON for a list or a map), with a note of its full size. */
+export function boundedChanges(changes: PropertyChange[], maxBytes = DRIFT_VALUE_BYTES): PropertyChange[] {
+  const cut = (v: unknown): unknown => {
+    if (typeof v === 'string') return shownValue({ type: 'string', shownUpToBytes: maxBytes }, v)
+    if (v === null || typeof v !== 'object') return v
+    const text = JSON.stringify(v)
+    return Buffer.byteLength(text) <= maxBytes ? v : shownValue({ type: 'string', shownUpToBytes: maxBytes }, text)
+  }
+  return changes.map((c) => ({ property: c.property, stored: cut(c.stored), seen: cut(c.seen) }))
 }

@@ -4,6 +4,7 @@
  * none is held open across a resource action.
  */
 import type { ClaimOutcome, OutsideOwner, OutsideRecord, OutsideRef, ResourceSignal, SignalWaitOutcome } from '../resources/types'
+import type { DriftState, PropertyChange } from './drift'
 import type { NodeKey, NodePayload, ResourceAction, ResourceStatus, StackAction, TraversalGraph } from './types'
 
 export type JobKind = 'check_resource' | 'rollback'
@@ -170,6 +171,16 @@ export interface SignalStore {
   clear(stackId: string, handle: string): Promise<void>
 }
 
+/** What a drift node found of one row (lib/engine/drift.ts), as stored for `GET /api/stacks/{id}/drift`. */
+export interface DriftRecord {
+  stackId: string
+  resourceId: number
+  resourceName: string
+  state: DriftState
+  changes: PropertyChange[]
+  problems: string[]
+}
+
 export interface ConvergenceStore {
   beginNode(job: ClaimedJob): Promise<BeginResult>
   finishNode(job: ClaimedJob, req: FinishRequest): Promise<FinishResult>
@@ -181,6 +192,8 @@ export interface ConvergenceStore {
    */
   recordIntent(job: ClaimedJob, properties: Record<string, unknown>, requires: number[]): Promise<boolean>
   reportProgress(job: ClaimedJob, message: string, fraction: number | null): Promise<void>
+  /** Store what a drift traversal's node found (one short transaction; a re-run overwrites it). */
+  recordDrift(job: ClaimedJob, record: DriftRecord): Promise<void>
   loadTraversal(traversalId: string): Promise<StoredTraversal | null>
   objects: OutsideObjectStore
   signals: SignalStore

@@ -15,6 +15,8 @@ import type { ResolvedOutput } from '../template'
 import { BudgetExceeded } from '../template/budget'
 import type { OutputSnippet } from '../template/types'
 import { NotFoundError, ValidationError } from './errors'
+import { latestDrift, type StoredDrift } from '../db/queries/drift'
+import type { DriftState } from '../engine/drift'
 import { hiddenValues as hiddenForms, MASK, redact, secretList } from './secrets'
 import type { Actor, StackRecord } from './stacks'
 
@@ -43,6 +45,11 @@ export interface ListQuery {
 }
 
 const iso = (d: unknown) => (d ? new Date(d as string).toISOString() : null)
+
+/** A row's drift as the resource listing shows it (null: no current finding). */
+function rowDrift(d: { state: DriftState; changes: unknown[]; problems: string[]; observedAt: string } | undefined, traversalId: string | undefined) {
+  return d && traversalId ? { state: d.state, changes: d.changes, problems: d.problems, observedAt: d.observedAt, traversalId } : null
+}
 
 function summary(r: Record<string, unknown>): StackSummary {
   return {
@@ -138,6 +145,40 @@ export function createReadService(pool: pg.Pool, registry: Registry) {
     const t = registry.get(type)
     // A large value (a file's content) is cut to what its schema shows (shownUpToBytes).
     return Object.fromEntries(Object.entries(props).map(([k, v]) => [k, t?.properties[k]?.secret ? MASK : shownValue(t?.properties[k], redact(v, secrets))]))
+  }
+
+  /** A drift finding's changes as shown: secret properties masked, hidden values redacted, long values cut. */
+  function maskChanges(type: string | null, changes: StoredDrift['results'][number]['changes'], secrets: string[]) {
+    const shown = (v: unknown, property: string) => maskProperties(type ?? '', { [property]: v }, secrets)![property]
+    return changes.map((c) => ({ property: c.property, stored: shown(c.stored, c.property), seen: shown(c.seen, c.property) }))
+  }
+
+  /** The stack's latest drift check, as shown (masked), or null if none ran. */
+  async function driftOf(stackId: unknown, secrets: string[]) {
+    const d = await latestDrift(pool, String(stackId))
+    if (!d) return null
+    const resources = d.results.map((r) => ({
+      name: r.resourceName,
+      resourceId: r.resourceId,
+      type: r.type,
+      physicalId: r.physicalId,
+      state: r.state as DriftState,
+      changes: maskChanges(r.type, r.changes, secrets),
+      problems: r.problems.map((p) => redact(p, secrets)),
+      observedAt: iso(r.observedAt)!,
+    }))
+    const count = (s: DriftState) => resources.filter((r) => r.state === s).length
+    return {
+      traversalId: d.traversal.id,
+      status: d.traversal.outcome ?? 'IN_PROGRESS',
+      statusReason: redact(d.traversal.outcomeReason, secrets),
+      startedBy: d.traversal.startedBy,
+      startedAt: iso(d.traversal.startedAt)!,
+      endedAt: iso(d.traversal.endedAt),
+      current: d.current,
+      summary: { inSync: count('IN_SYNC'), modified: count('MODIFIED'), deleted: count('DELETED'), notChecked: count('NOT_CHECKED') },
+      resources,
+    }
   }
 
   /**
@@ -270,6 +311,9 @@ export function createReadService(pool: pg.Pool, registry: Registry) {
     async resources(actor: Actor, ref: string, opts: { all?: boolean } = {}) {
       const s = await stackRow(actor, ref)
       const secrets = await stackSecrets(s.id)
+      // The latest drift check's finding per row, while no later operation may have changed the rows.
+      const drift = await driftOf(s.id, secrets)
+      const driftOfRow = new Map(drift?.current ? drift.resources.map((d) => [d.resourceId, d]) : [])
       const { rows } = await pool.query(
         `SELECT r.*, CASE WHEN w.id IS NULL THEN NULL ELSE w.hostname || ':' || w.pid END AS worker_name FROM resource r LEFT JOIN worker w ON w.id = r.engine_id
           WHERE r.stack_id = $1 ${opts.all ? '' : `AND NOT (r.action = 'DELETE' AND r.status = 'COMPLETE')`} ORDER BY r.name, r.id`,
@@ -293,9 +337,18 @@ export function createReadService(pool: pg.Pool, registry: Registry) {
         lock: r.engine_id ? { worker: String(r.engine_id), workerName: (r.worker_name as string | null) ?? null, traversalId: r.lock_traversal_id, leaseExpiresAt: iso(r.lease_expires_at) } : null,
         waiter: r.waiter_traversal_id ? { traversalId: String(r.waiter_traversal_id), isUpdate: Boolean(r.waiter_is_update) } : null,
         lastTraversalId: (r.last_traversal_id as string | null) ?? null,
+        drift: rowDrift(driftOfRow.get(Number(r.id)), drift?.traversalId),
         createdAt: iso(r.created_at)!,
         updatedAt: iso(r.updated_at)!,
       }))
+    },
+
+    /** The latest drift check of the stack (`GET /api/stacks/{stack}/drift`). */
+    async drift(actor: Actor, ref: string) {
+      const s = await stackRow(actor, ref)
+      const d = await driftOf(s.id, await stackSecrets(s.id))
+      if (!d) throw new NotFoundError(`no drift check has run on stack ${String(s.name)}; start one with POST /api/stacks/{stack}/drift`)
+      return { stackId: String(s.id), stackName: String(s.name), ...d }
     },
 
     async events(actor: Actor, ref: string, q: { after?: number; limit: number; resource?: string; traversal?: string }) {

@@ -5,7 +5,8 @@
  *
  *   create · update (also while IN_PROGRESS: supersedes) · cancel (with or
  *   without rollback) · delete (also while IN_PROGRESS: aborts in-flight
- *   actions) · rollback · check · rollbackAfterFailure (worker)
+ *   actions) · rollback · check · drift (a check of every object against what
+ *   was stored) · rollbackAfterFailure (worker)
  */
 import crypto from 'node:crypto'
 import type pg from 'pg'
@@ -172,6 +173,16 @@ export function createStackService(deps: ServiceDeps) {
     return run({ stackId: stack.id, action: 'ROLLBACK', rawTemplateId: templateId, plan, startedBy: actor, expectTraversalId: expect, before }, stack, 'ROLLBACK')
   }
 
+  /** A check or a drift check: a traversal over the rows of the stack's template that changes none of them. */
+  async function look(actor: Actor, ref: string, action: 'CHECK' | 'DRIFT'): Promise<OperationResult> {
+    const stack = await find(actor, ref)
+    const what = action === 'CHECK' ? 'check it' : 'check its drift'
+    if (stack.status === 'IN_PROGRESS') throw new ConflictError(`stack ${stack.name} is ${stack.action}_IN_PROGRESS; ${what} when it is done`)
+    if (!stack.rawTemplateId) throw new ConflictError('the stack has no template')
+    const plan = await storedPlan(stack, stack.rawTemplateId)
+    return run({ stackId: stack.id, action, rawTemplateId: stack.rawTemplateId, plan, startedBy: actor.name, expectTraversalId: stack.currentTraversalId }, stack, action)
+  }
+
   return {
     find,
 
@@ -250,7 +261,7 @@ export function createStackService(deps: ServiceDeps) {
       if (stack.action === 'DELETE') throw new ConflictError('a delete cannot be cancelled')
       if (opts.rollback) {
         if (stack.action === 'ROLLBACK') throw new ConflictError('the stack is already rolling back')
-        if (stack.action === 'CHECK') throw new ConflictError('a check has nothing to roll back; cancel it without rollback')
+        if (stack.action === 'CHECK' || stack.action === 'DRIFT') throw new ConflictError(`a ${stack.action === 'CHECK' ? 'check' : 'drift check'} has nothing to roll back; cancel it without rollback`)
         return startRollback(stack, actor.name, stack.currentTraversalId)
       }
       const res = await stopTraversal(pool, stack.id, `Stack ${stack.action} cancelled`)
@@ -290,11 +301,12 @@ export function createStackService(deps: ServiceDeps) {
     },
 
     async check(actor: Actor, ref: string): Promise<OperationResult> {
-      const stack = await find(actor, ref)
-      if (stack.status === 'IN_PROGRESS') throw new ConflictError(`stack ${stack.name} is ${stack.action}_IN_PROGRESS; check it when it is done`)
-      if (!stack.rawTemplateId) throw new ConflictError('the stack has no template')
-      const plan = await storedPlan(stack, stack.rawTemplateId)
-      return run({ stackId: stack.id, action: 'CHECK', rawTemplateId: stack.rawTemplateId, plan, startedBy: actor.name, expectTraversalId: stack.currentTraversalId }, stack, 'CHECK')
+      return look(actor, ref, 'CHECK')
+    },
+
+    /** A drift check: every resource's type observes its object; what each found is stored (reads.drift). */
+    async drift(actor: Actor, ref: string): Promise<OperationResult> {
+      return look(actor, ref, 'DRIFT')
     },
 
     /** Worker job: the traversal failed and the stack rolls back on failure. No-op if the stack moved on. */

@@ -102,7 +102,8 @@ async function startInTransaction(client: pg.PoolClient, input: StartTraversalIn
   )
   const existing = live.map(toExisting)
   const prevTemplateId = stack.raw_template_id
-  const isCheck = input.action === 'CHECK'
+  // A check and a drift check look at the rows of the stack's template: no new rows, no cleanup.
+  const isCheck = input.action === 'CHECK' || input.action === 'DRIFT'
   const choice = chooseRows(input.plan.names, existing, prevTemplateId, input.rawTemplateId)
   if (isCheck && choice.missing.length) {
     return { started: false, reason: 'conflict', detail: `resources never created: ${choice.missing.join(', ')}` }
