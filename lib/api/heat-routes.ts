@@ -75,6 +75,20 @@ export function heatRoutes(d: ApiDeps, router: Router<Principal>, signals: Signa
       ...(typeof b.disable_rollback === 'boolean' ? { disableRollback: b.disable_rollback } : {}),
     }
   }
+  /** Heat's boolean body fields: a JSON boolean, or the strings true/false (Heat's extract_bool); anything else is a 400 naming the field. */
+  const flag = (b: Record<string, unknown>, key: string): boolean | undefined => {
+    const v = b[key]
+    if (v === undefined || v === null) return undefined
+    if (typeof v === 'boolean') return v
+    if (typeof v === 'string' && /^(true|false)$/i.test(v)) return v.toLowerCase() === 'true'
+    return fail(`${key} must be true or false (got ${JSON.stringify(v)})`)
+  }
+  /** The fields only an update takes (`converge`), refused on a preview, which changes and observes nothing. */
+  const updateOnly = (b: Record<string, unknown>, preview: boolean) => {
+    const converge = flag(b, 'converge')
+    if (preview && converge) fail('converge: a preview does not observe resources; run a drift check (POST /api/stacks/{stack}/drift) to see what converge would bring back')
+    return converge ? { converge } : {}
+  }
   const body = async (c: Ctx) => {
     const b = await c.json()
     if (typeof b !== 'object' || b === null || Array.isArray(b)) fail('the body must be a JSON object')
@@ -171,15 +185,17 @@ export function heatRoutes(d: ApiDeps, router: Router<Principal>, signals: Signa
     })
     .add('PUT', ['/v1/:project/stacks/:name/:id', '/v1/:project/stacks/:name'], async (c) => {
       const s = await identified(c)
-      const b = submission(await body(c))
+      const raw = await body(c)
+      const b = submission(raw)
       if (b.template === undefined) fail('template is required (use PATCH to reuse the existing template)')
-      await d.stacks.update(actorOf(c.principal), String(s.id), b)
+      await d.stacks.update(actorOf(c.principal), String(s.id), { ...b, ...updateOnly(raw, false) })
       return new Response(null, { status: 202 })
     })
     .add('PATCH', ['/v1/:project/stacks/:name/:id', '/v1/:project/stacks/:name'], async (c) => {
       const s = await identified(c)
-      const b = submission(await body(c))
-      await d.stacks.update(actorOf(c.principal), String(s.id), { ...b, existing: b.template === undefined })
+      const raw = await body(c)
+      const b = submission(raw)
+      await d.stacks.update(actorOf(c.principal), String(s.id), { ...b, ...updateOnly(raw, false), existing: b.template === undefined })
       return new Response(null, { status: 202 })
     })
     .add('DELETE', '/v1/:project/stacks/:name/:id', async (c) => {
@@ -189,7 +205,9 @@ export function heatRoutes(d: ApiDeps, router: Router<Principal>, signals: Signa
     })
     .add('PUT', ['/v1/:project/stacks/:name/:id/preview', '/v1/:project/stacks/:name/preview'], async (c) => {
       const s = await identified(c)
-      const b = submission(await body(c))
+      const raw = await body(c)
+      const b = submission(raw)
+      updateOnly(raw, true)
       const p = await d.stacks.preview(actorOf(c.principal), String(s.id), { ...b, existing: b.template === undefined })
       const group = (a: PreviewItem['action']) => p.items.filter((i) => i.action === a).map((i) => ({ resource_name: i.name, resource_type: i.type, resource_action: 'INIT', resource_status: 'COMPLETE', resource_identity: {}, stack_name: s.name, stack_identity: { stack_id: s.id, stack_name: s.name, tenant: c.principal.projectId, path: '' } }))
       return json({ resource_changes: { added: group('create'), updated: group('update'), replaced: group('replace'), deleted: group('delete'), unchanged: group('unchanged') } })

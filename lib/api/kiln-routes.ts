@@ -116,6 +116,8 @@ export function kilnRoutes(d: ApiDeps, router: Router<Principal>, signals: Signa
     .add('DELETE', '/api/stacks/:stack', async (c) => accepted(await d.stacks.delete(actorOf(c.principal), c.params.stack!)))
     .add('POST', '/api/stacks/:stack/preview', async (c) => {
       const b = parse(UpdateBody, await c.json())
+      // A preview looks at no resource: it cannot say what converge would bring back.
+      if (b.converge) throw refused('converge', 'a preview does not observe resources; run a drift check (POST /api/stacks/{stack}/drift) to see what converge would bring back')
       return json(await d.stacks.preview(actorOf(c.principal), c.params.stack!, { ...b, existing: b.existing ?? b.template === undefined }))
     })
     .add('POST', '/api/stacks/:stack/cancel', async (c) => accepted(await d.stacks.cancel(actorOf(c.principal), c.params.stack!, parse(CancelBody, await c.json()))))
@@ -150,6 +152,11 @@ export function kilnRoutes(d: ApiDeps, router: Router<Principal>, signals: Signa
     })
     .add('GET', '/api/stacks/:stack/template', async (c) => json(await d.reads.template(actorOf(c.principal), c.params.stack!)))
     .add('GET', '/api/stacks/:stack/outputs', async (c) => json({ outputs: await d.reads.outputs(actorOf(c.principal), c.params.stack!) }))
+}
+
+/** A body field that is valid but not honoured where it was sent: a 400 naming it, never silently ignored. */
+export function refused(field: string, message: string): ValidationError {
+  return new ValidationError(`body.${field}: ${message}`, [{ code: 'structure', path: `body.${field}`, line: null, column: null, message }])
 }
 
 function uuid(v: string, what: string): string {

@@ -21,6 +21,8 @@ export const UpdateBody = z.object({
   existing: z.boolean().optional(),
   timeoutMins: z.number().int().min(1).max(7 * 24 * 60).optional(),
   disableRollback: z.boolean().optional(),
+  /** Heat's `--converge`: observe every resource and bring back whatever drifted, even where the template did not change. */
+  converge: z.boolean().optional(),
 }).strict()
 /** A signal to a wait condition handle, as Heat takes it (every key optional; status SUCCESS by default). */
 export const SignalBody = z

@@ -311,10 +311,11 @@ class NodeRun {
 
     const changed = this.row.properties ? changedProperties(this.row.properties, props) : Object.keys(props)
     const inputs = { row: this.row, newType: def.type, newProperties: props, changed, notUpdatable: needsReplacement(type.properties, changed) }
-    // A look at the object first, when the type can say what a failed row needs (or the update converges).
-    const look = creating ? null : await this.look(type, props, false)
+    // A look at the object first, when the type can say what a failed row needs, or the update converges.
+    const converge = this.ctx!.stored.converge === true
+    const look = creating ? null : await this.look(type, props, converge)
     if (look && 'outcome' in look) return look
-    const decision = creating ? ({ kind: 'create' } as const) : look ? decideObserved(inputs, look.seen, { converge: false }) : decideUpdate(inputs)
+    const decision = creating ? ({ kind: 'create' } as const) : look ? decideObserved(inputs, look.seen, { converge }) : decideUpdate(inputs)
     const common = { currentTemplateId: this.scope.traversal.rawTemplateId, requires: this.requires(), deletionPolicy: def.deletionPolicy, clearReplacedBy: true }
 
     switch (decision.kind) {

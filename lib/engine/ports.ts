@@ -143,6 +143,8 @@ export interface StoredTraversal {
   action: StackAction
   rawTemplateId: string
   deadline: Date
+  /** An update with `converge`: each node observes its row's object before deciding. */
+  converge?: boolean
   graph: TraversalGraph
   /**
    * `parsed`: the template as stored when it was submitted (plain JSON), so a worker need not re-read the text;

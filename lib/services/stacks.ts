@@ -69,6 +69,8 @@ export interface CreateRequest extends Submission {
 export interface UpdateRequest extends Partial<Submission> {
   /** PATCH semantics: reuse the current template and parameters; given parameters override. */
   existing?: boolean
+  /** Heat's `converge`: observe each resource and compare the new definition with it as it is, not as stored. */
+  converge?: boolean
   timeoutMins?: number
   disableRollback?: boolean
 }
@@ -242,6 +244,7 @@ export function createStackService(deps: ServiceDeps) {
           startedBy: actor.name,
           timeoutMins: req.timeoutMins,
           disableRollback: req.disableRollback,
+          converge: req.converge === true,
           before: (c) => insertTemplate(c, templateId, stack.id, checked.source, checked.templateText, checked.environmentJson, checked.parameters),
         },
         stack,

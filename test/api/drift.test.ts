@@ -4,7 +4,8 @@
  * and a database dropped out of band are found, stored per resource
  * (`GET …/drift`), marked in the resource listing and the events, and shown
  * by `kiln stack drift` the way Terraform shows changes made outside it. The
- * rows themselves are left as they were.
+ * rows themselves are left as they were. An update with `converge` (Kiln's
+ * API and Heat's) brings them back; one without leaves them.
  */
 import { execFile } from 'node:child_process'
 import crypto from 'node:crypto'
@@ -134,6 +135,47 @@ describe('drift', () => {
     const last = await kiln(['stack', 'drift', 'drifting', '--last', '--json'])
     expect(last.code, last.stderr).toBe(0)
     expect(JSON.parse(last.stdout).summary).toEqual({ inSync: 1, modified: 1, deleted: 1, notChecked: 0 })
+  })
+
+  test('an update without converge leaves the drift as it is; with converge, the file is written again and the database made again', async () => {
+    const patch = await api.call('PATCH', `/api/stacks/${id}`, { body: {} })
+    expect(patch.status, patch.text).toBe(202)
+    expect(await c.settle(id)).toBe('UPDATE_COMPLETE')
+    expect(fs.readFileSync(workspaceFile(), 'utf8')).toBe('edited by hand')
+    expect((await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [dbName])).rowCount).toBe(0)
+
+    // A preview observes nothing: it cannot say what converge would do.
+    const preview = await api.call('POST', `/api/stacks/${id}/preview`, { body: { converge: true } })
+    expect(preview.status).toBe(400)
+    expect(preview.body.error.issues[0].path).toBe('body.converge')
+
+    const converged = await api.call('PATCH', `/api/stacks/${id}`, { body: { converge: true } })
+    expect(converged.status, converged.text).toBe(202)
+    expect(await c.settle(id)).toBe('UPDATE_COMPLETE')
+    expect(fs.readFileSync(workspaceFile(), 'utf8')).toBe('v1 hush-hush-123')
+    expect((await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [dbName])).rowCount).toBe(1)
+    // The file was rewritten in place; the database, gone, was made by a replacement.
+    const rows = await c.rows(id)
+    expect(rows.filter((r) => r.name === 'conf').map((r) => `${r.action}_${r.status}`)).toEqual(['UPDATE_COMPLETE'])
+    expect(rows.filter((r) => r.name === 'db' && !(r.action === 'DELETE' && r.status === 'COMPLETE')).map((r) => `${r.action}_${r.status}`)).toEqual(['CREATE_COMPLETE'])
+    expect(rows.filter((r) => r.name === 'other').map((r) => `${r.action}_${r.status}`)).toEqual(['CREATE_COMPLETE'])
+
+    const d = await drift(id)
+    expect(d.summary).toEqual({ inSync: 3, modified: 0, deleted: 0, notChecked: 0 })
+  })
+
+  test("Heat's converge (openstack stack update --converge) brings back a file edited and chmodded by hand", async () => {
+    fs.writeFileSync(workspaceFile(), 'edited again')
+    fs.chmodSync(workspaceFile(), 0o600)
+    const base = `/v1/${api.a.projectId}/stacks/drifting/${id}`
+    const bad = await api.call('PATCH', base, { body: { converge: 'sometimes' } })
+    expect(bad.status).toBe(400)
+    expect(bad.text).toContain('converge must be true or false')
+    const r = await api.call('PATCH', base, { body: { converge: 'true' } })
+    expect(r.status, r.text).toBe(202)
+    expect(await c.settle(id)).toBe('UPDATE_COMPLETE')
+    expect(fs.readFileSync(workspaceFile(), 'utf8')).toBe('v1 hush-hush-123')
+    expect(fs.statSync(workspaceFile()).mode & 0o777).toBe(0o644)
   })
 
   test('a drift check is refused while an operation runs', async () => {

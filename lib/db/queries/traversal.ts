@@ -42,6 +42,8 @@ export interface StartTraversalInput {
   expectTraversalId?: string | null
   /** Tell workers to abort in-flight actions of older traversals (delete). */
   abortInFlight?: boolean
+  /** An update with `converge`: its nodes observe each object before deciding (StoredTraversal.converge). */
+  converge?: boolean
   /** Statement run inside the transaction before anything else (e.g. inserting the raw template). */
   before?: (client: pg.PoolClient) => Promise<void>
 }
@@ -155,6 +157,9 @@ async function startInTransaction(client: pg.PoolClient, input: StartTraversalIn
       abort,
     ],
   )
+  // Rare, so a statement of its own rather than another argument of the one above; in the same
+  // transaction, so no worker can load the traversal without it (NOTIFY is delivered at commit).
+  if (input.converge) await client.query('UPDATE traversal SET converge = true WHERE id = $1', [traversalId])
   return { started: true, traversalId, nodeCount: graph.nodes.length, leaves: index.leaves.length, superseded }
 }
 
@@ -188,7 +193,7 @@ export async function stopTraversal(pool: pg.Pool, stackId: string, reason: stri
  */
 export async function loadTraversal(pool: pg.Pool, traversalId: string): Promise<StoredTraversal | null> {
   const { rows } = await pool.query(
-    `SELECT t.id, t.stack_id, t.action, t.raw_template_id, t.deadline, g.graph, s.name AS stack_name, s.project_id,
+    `SELECT t.id, t.stack_id, t.action, t.raw_template_id, t.deadline, t.converge, g.graph, s.name AS stack_name, s.project_id,
             CASE WHEN rt.template IS NULL OR rt.template = '{}'::jsonb THEN rt.source END AS source,
             rt.template, rt.environment, rt.parameters
        FROM traversal t JOIN traversal_graph g ON g.traversal_id = t.id
@@ -206,6 +211,7 @@ export async function loadTraversal(pool: pg.Pool, traversalId: string): Promise
     action: r.action,
     rawTemplateId: r.raw_template_id,
     deadline: r.deadline,
+    converge: r.converge === true,
     graph: r.graph as TraversalGraph,
     template: { source: r.source, parsed: r.template ?? null, environment: r.environment ?? {}, parameters: r.parameters ?? {} },
   }
