@@ -5,6 +5,7 @@ import type { Logger } from '../logger'
 import type { Registry } from '../resources/registry'
 import type { AccountService, Principal } from '../services/accounts'
 import type { ReadService } from '../services/reads'
+import type { ImportService } from '../services/imports'
 import type { StackService } from '../services/stacks'
 import type { Actor } from '../services/stacks'
 import type { Limits } from '../services/templates'
@@ -12,6 +13,8 @@ import type { Limits } from '../services/templates'
 export interface ApiDeps {
   db: Db
   stacks: StackService
+  /** Adopting existing objects into a stack (external_id), and its preview. */
+  imports: ImportService
   reads: ReadService
   accounts: AccountService
   registry: Registry

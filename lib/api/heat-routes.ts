@@ -258,7 +258,7 @@ export function heatRoutes(d: ApiDeps, router: Router<Principal>, signals: Signa
       const rows = current(await d.reads.resources(actorOf(c.principal), String(s.id)))
       const r = rows.find((x) => x.name === c.params.resource)
       if (!r) throw new HttpError(404, 'not_found', `The Resource (${c.params.resource}) could not be found.`)
-      return json({ resource: { ...resourceBody(c, s, r, rows), attributes: r.attributes, description: '', metadata: {} } })
+      return json({ resource: { ...resourceBody(c, s, r, rows), attributes: r.attributes, description: r.description, metadata: {} } })
     })
     // Heat's resource-signal: 200 with no body.
     .add('POST', '/v1/:project/stacks/:name/:id/resources/:resource/signal', async (c) => {

@@ -13,7 +13,7 @@ import { actorOf, type ApiDeps } from './deps'
 import { HttpError, intParam, json, parse, Router, sessionCookie, tooManyAttempts } from './http'
 import { openApiDocument } from './openapi'
 import { signalFrom, type SignalService } from '../services/signals'
-import { CancelBody, CreateBody, SignalBody, LoginBody, ProjectBody, TokenBody, UpdateBody, ValidateBody } from './schemas'
+import { CancelBody, CreateBody, ImportBody, SignalBody, LoginBody, ProjectBody, TokenBody, UpdateBody, ValidateBody } from './schemas'
 
 const GRAPH_FORMATS = ['json', 'dot', 'graphml'] as const
 
@@ -119,6 +119,12 @@ export function kilnRoutes(d: ApiDeps, router: Router<Principal>, signals: Signa
       // A preview looks at no resource: it cannot say what converge would bring back.
       if (b.converge) throw refused('converge', 'a preview does not observe resources; run a drift check (POST /api/stacks/{stack}/drift) to see what converge would bring back')
       return json(await d.stacks.preview(actorOf(c.principal), c.params.stack!, { ...b, existing: b.existing ?? b.template === undefined }))
+    })
+    // ---- import: adopt existing objects (external_id) into a new or existing stack ----
+    .add('POST', '/api/import/preview', async (c) => json(await d.imports.preview(actorOf(c.principal), parse(ImportBody, await c.json()))))
+    .add('POST', '/api/import', async (c) => {
+      const res = await d.imports.run(actorOf(c.principal), parse(ImportBody, await c.json()))
+      return json({ stack: res.stack, action: res.action, traversalId: res.traversalId, superseded: res.superseded, created: res.created }, res.created ? 201 : 202)
     })
     .add('POST', '/api/stacks/:stack/cancel', async (c) => accepted(await d.stacks.cancel(actorOf(c.principal), c.params.stack!, parse(CancelBody, await c.json()))))
     .add('POST', '/api/stacks/:stack/rollback', async (c) => accepted(await d.stacks.rollback(actorOf(c.principal), c.params.stack!)))

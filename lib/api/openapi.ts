@@ -41,6 +41,8 @@ export function openApiDocument(): Record<string, unknown> {
     { method: 'patch', path: '/api/stacks/{stack}', summary: 'Update reusing the current template; given parameters override', body: s.UpdateBody, ok: 202 },
     { method: 'delete', path: '/api/stacks/{stack}', summary: 'Delete (also while IN_PROGRESS: in-flight actions are aborted)', ok: 202 },
     { method: 'post', path: '/api/stacks/{stack}/preview', summary: 'What an update would create, update, replace, delete (against the in-flight target)', body: s.UpdateBody, ok: 200 },
+    { method: 'post', path: '/api/import/preview', summary: 'What an import would adopt: per external_id resource, the object as observed and how it differs from the template (nothing is written)', body: s.ImportBody, ok: 200 },
+    { method: 'post', path: '/api/import', summary: 'Adopt existing objects (resources with external_id) into a new stack (201), or into the project’s stack of that name (202)', body: s.ImportBody, ok: 201 },
     { method: 'post', path: '/api/stacks/{stack}/cancel', summary: 'Cancel the running operation, with or without rollback', body: s.CancelBody, ok: 202 },
     { method: 'post', path: '/api/stacks/{stack}/rollback', summary: 'Roll back to the last template that completed', ok: 202 },
     { method: 'post', path: '/api/stacks/{stack}/check', summary: 'Check every resource (each type observes its object: gone or drifted fails the check)', ok: 202 },

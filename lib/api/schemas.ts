@@ -24,6 +24,13 @@ export const UpdateBody = z.object({
   /** Heat's `--converge`: observe every resource and bring back whatever drifted, even where the template did not change. */
   converge: z.boolean().optional(),
 }).strict()
+/** An import: the stack to adopt into (created, or updated if the project has one of that name) and a template whose resources carry external_id. */
+export const ImportBody = z.object({
+  name: z.string().min(1).max(255),
+  ...submission,
+  timeoutMins: z.number().int().min(1).max(7 * 24 * 60).optional(),
+  disableRollback: z.boolean().optional(),
+}).strict()
 /** A signal to a wait condition handle, as Heat takes it (every key optional; status SUCCESS by default). */
 export const SignalBody = z
   .object({

@@ -1,7 +1,7 @@
 /**
  * `kiln`: the command-line client of Kiln's REST API.
  *
- *   kiln stack create|update|preview|cancel|delete|list|show|drift|events|watch|export-graph
+ *   kiln stack create|update|preview|import|cancel|delete|list|show|drift|events|watch|export-graph
  *   kiln template validate
  *
  * URL and token come from --url/--token or KILN_URL/KILN_TOKEN. `--wait` and
@@ -13,6 +13,7 @@ import { Command, Option } from 'commander'
 import { parseEnv } from '../env'
 import { ApiError, KilnClient } from './client'
 import { renderDrift, type DriftReport } from './drift'
+import type { ImportItem, ImportPreview } from '../services/imports'
 import { table } from './render'
 import { jsonSafe, terminalSafe } from './terminal-safe'
 import { eventHead, watchStack } from './watch'
@@ -154,6 +155,35 @@ stack
     const res = o.existing ? await c.patch(`/api/stacks/${s.id}`, body) : await c.put(`/api/stacks/${s.id}`, body)
     if (!o.wait) return print(res, () => `${s.name}: UPDATE started${res.superseded ? ` (superseded the running traversal ${res.superseded.slice(0, 8)})` : ''}`)
     await follow(c, s.id, after)
+  })
+
+stack
+  .command('import <stack>')
+  .description('adopt existing objects (resources with external_id) into a new stack, or into the stack of that name')
+  .requiredOption('-t, --template <file>', 'template whose resources carry external_id')
+  .option('-e, --environment <file>', 'environment file')
+  .option('-P, --parameter <name=value>', 'parameter value (repeatable)', collect)
+  .option('--preview', 'show what would be adopted, as it is now, and change nothing', false)
+  .option('--wait', 'follow the operation until it ends', false)
+  .action(async (name, o) => {
+    const c = client()
+    if (o.preview) {
+      const res = await c.post<ImportPreview>('/api/import/preview', { name, ...submission(o) })
+      const differences = (i: ImportItem) => (i.differences ?? []).map((d) => `${d.property}: ${JSON.stringify(d.template)} in the template, ${JSON.stringify(d.seen)} seen`).join('; ')
+      return print(res, () =>
+        [
+          table(res.items.map((i) => ({ ...i, note: i.reason ?? differences(i) })), ['name', 'type', 'externalId', 'outcome', 'note']),
+          '',
+          `${res.summary.adopt} to adopt, ${res.summary.adopted} already adopted, ${res.summary.refused} refused, ${res.summary.error} not looked at` + (res.stack.exists ? `  (into the existing stack ${res.stack.name})` : `  (a new stack ${res.stack.name})`),
+        ].join('\n'),
+      )
+    }
+    const head = await c.get(`/api/stacks?name=${encodeURIComponent(name)}&limit=500`)
+    const before = (head.stacks as { id: string; name: string }[]).find((s) => s.name === name)
+    const after = before ? await eventHead(c, before.id) : 0
+    const res = await c.post('/api/import', { name, ...submission(o) })
+    if (!o.wait) return print(res, () => `${res.stack.name} ${res.stack.id}: ${res.action} started (importing)`)
+    await follow(c, res.stack.id, after)
   })
 
 stack

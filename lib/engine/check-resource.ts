@@ -19,6 +19,7 @@ import { ReplaceRequired, ResourceActionError } from '../resources/types'
 import { changedProperties, needsReplacement, validateProperties } from '../resources/schema'
 import { propertiesOf } from '../evaluation/bounded'
 import { decideCleanup, decideObserved, decideUpdate, type SeenObject } from './decide'
+import { adoptionOf, definitionFingerprint, externalIdRefusal, withoutAdoption } from './adoption'
 import { boundedChanges, compareObserved, describeDrift, type DriftFinding } from './drift'
 import type { ActionOutcome, BeginResult, ClaimedJob, ConvergenceStore, FinishRequest, HeadStart, NodeScope, OutsideObjectStore, ResourceRow } from './ports'
 import type { TraversalCache, TraversalContext } from './traversal-context'
@@ -74,6 +75,7 @@ export function bindOutsideObjects(store: OutsideObjectStore, owner: OutsideOwne
     settle: (refs, size) => store.settle(owner, refs, size),
     startDelete: (refs) => store.startDelete(owner, refs),
     forget: (refs) => store.forget(owner, refs),
+    adopt: (refs, opts) => store.adopt(owner, refs, opts),
   }
 }
 
@@ -308,6 +310,10 @@ class NodeRun {
       return this.fail(creating ? 'CREATE' : 'UPDATE', message(err))
     }
     if (this.begun.outcome === 'replace_deleting') return this.replace(def.type, 'the resource is being deleted by an older traversal', false, props)
+    const common = { currentTemplateId: this.scope.traversal.rawTemplateId, requires: this.requires(), deletionPolicy: def.deletionPolicy, clearReplacedBy: true }
+    if (def.externalId !== undefined) return this.external(type, def, def.externalId, creating, common)
+    // external_id removed from an adopted resource: Kiln manages its object from now on, and deletes it with the stack.
+    if (adoptionOf(this.row.data).externalId !== undefined) Object.assign(common, { data: withoutAdoption(this.row.data) })
 
     const changed = this.row.properties ? changedProperties(this.row.properties, props) : Object.keys(props)
     const inputs = { row: this.row, newType: def.type, newProperties: props, changed, notUpdatable: needsReplacement(type.properties, changed) }
@@ -316,7 +322,6 @@ class NodeRun {
     const look = creating ? null : await this.look(type, props, converge)
     if (look && 'outcome' in look) return look
     const decision = creating ? ({ kind: 'create' } as const) : look ? decideObserved(inputs, look.seen, { converge }) : decideUpdate(inputs)
-    const common = { currentTemplateId: this.scope.traversal.rawTemplateId, requires: this.requires(), deletionPolicy: def.deletionPolicy, clearReplacedBy: true }
 
     switch (decision.kind) {
       case 'noop':
@@ -394,13 +399,48 @@ class NodeRun {
     out: { physicalId?: string | null; attributes?: Record<string, unknown>; data?: Record<string, unknown> },
     common: Record<string, unknown>,
     outcome: NodeOutcome,
-    extra: { eventData?: Record<string, unknown> } = {},
+    extra: { eventData?: Record<string, unknown>; reason?: string } = {},
   ): Promise<NodeResult> {
     const physicalId = out.physicalId !== undefined ? out.physicalId : (this.row.physicalId ?? physicalName(this.scope.stack.name, this.row))
     const attributes = out.attributes ?? this.row.attributes ?? {}
-    const set = { ...common, action, status: 'COMPLETE' as const, statusReason: 'state changed', type, physicalId, properties: props, attributes, data: out.data ?? this.row.data ?? {} }
+    const data = out.data ?? (common.data as Record<string, unknown> | undefined) ?? this.row.data ?? {}
+    const reason = extra.reason ?? 'state changed'
+    const set = { ...common, action, status: 'COMPLETE' as const, statusReason: reason, type, physicalId, properties: props, attributes, data }
     const payload = payloadOf(this.row, { physicalId, attributes, action, status: 'COMPLETE' })
-    return this.finish({ ok: true, reason: 'state changed', set, resourceEvent: true, payload, ...extra }, outcome)
+    return this.finish({ ok: true, reason, set, resourceEvent: true, payload, ...(extra.eventData ? { eventData: extra.eventData } : {}) }, outcome)
+  }
+
+  /**
+   * A resource with external_id (Heat's key): its object is adopted, never
+   * created, and never updated while external_id is set (Heat's rule; the
+   * service refuses such an update with a 400 before it starts, and this is
+   * the same rule for one that got past it). Deleting it, or the stack,
+   * leaves the object in place (deletion_policy Retain), as Heat does.
+   */
+  private async external(type: ResourceType, def: { name: string; type: string; properties: Record<string, unknown> }, externalId: string, creating: boolean, common: Record<string, unknown>): Promise<NodeResult> {
+    const fingerprint = definitionFingerprint(def)
+    const keep = { ...common, deletionPolicy: 'Retain' }
+    const failedRow = this.row.status === 'FAILED'
+    if (!creating) {
+      const refusal = externalIdRefusal(this.row.name, adoptionOf(this.row.data), externalId, fingerprint)
+      // Refused without touching the row: it is as it was, only this update fails.
+      if (refusal) return this.finish({ ok: false, reason: this.redact(refusal) }, 'failed')
+      if (!failedRow) return this.finish({ ok: true, reason: 'unchanged (adopted with external_id)', set: keep, payload: payloadOf(this.row) }, 'unchanged')
+      // A FAILED adopted row (a check found it drifted, a worker died): adopted again, as it is now.
+    }
+    const action = creating ? 'CREATE' : 'UPDATE'
+    if (!type.adopt) return this.fail(action, `${type.name} cannot adopt an existing object (external_id)`)
+    if (!(await this.deps.store.markAdopting(this.job, externalId))) {
+      this.log.warn('lock lost before the adoption ran')
+      return { outcome: 'lock_lost', next: [] }
+    }
+    const res = await this.act((rc) => type.adopt!(rc, externalId, { dryRun: false }))
+    if (!res.ok) return this.actionFailed(action, res)
+    const a = res.value
+    return this.completed(action, def.type, a.properties, { physicalId: a.physicalId, attributes: a.attributes, data: { ...(a.data ?? {}), externalId, adoptedFrom: fingerprint } }, keep, creating ? 'created' : 'updated', {
+      reason: `adopted ${externalId} (external_id)`,
+      eventData: { adopted: externalId },
+    })
   }
 
   private actionFailed(action: ResourceAction, res: { error: unknown; aborted: string | null }): Promise<NodeResult> {

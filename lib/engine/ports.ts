@@ -3,7 +3,7 @@
  * lib/db/store.ts (PostgreSQL); every method is one short transaction, and
  * none is held open across a resource action.
  */
-import type { ClaimOutcome, OutsideOwner, OutsideRecord, OutsideRef, ResourceSignal, SignalWaitOutcome } from '../resources/types'
+import type { AdoptOutcome, ClaimOutcome, OutsideOwner, OutsideRecord, OutsideRef, ResourceSignal, SignalWaitOutcome } from '../resources/types'
 import type { DriftState, PropertyChange } from './drift'
 import type { NodeKey, NodePayload, ResourceAction, ResourceStatus, StackAction, TraversalGraph } from './types'
 
@@ -164,6 +164,7 @@ export interface OutsideObjectStore {
   settle(owner: OutsideOwner, refs: OutsideRef[], sizeBytes?: number): Promise<void>
   startDelete(owner: OutsideOwner, refs: OutsideRef[]): Promise<OutsideRef[]>
   forget(owner: OutsideOwner, refs: OutsideRef[]): Promise<void>
+  adopt(owner: OutsideOwner, refs: OutsideRef[], opts: { unrecorded: boolean; dryRun?: boolean; sizeBytes?: number }): Promise<AdoptOutcome>
 }
 
 /** Signals sent to resources (OS::Heat::WaitConditionHandle); ResourceContext.signals binds them to a stack and an action. */
@@ -194,6 +195,12 @@ export interface ConvergenceStore {
    */
   recordIntent(job: ClaimedJob, properties: Record<string, unknown>, requires: number[]): Promise<boolean>
   reportProgress(job: ClaimedJob, message: string, fraction: number | null): Promise<void>
+  /**
+   * Before an adoption (external_id) acts: the row is kept when deleted (deletion_policy Retain, as Heat
+   * never deletes an external resource) and its data names the external id, so that the cleanup of an
+   * adoption interrupted half-way never removes the object. False: the lock is lost, do not act.
+   */
+  markAdopting(job: ClaimedJob, externalId: string): Promise<boolean>
   /** Store what a drift traversal's node found (one short transaction; a re-run overwrites it). */
   recordDrift(job: ClaimedJob, record: DriftRecord): Promise<void>
   loadTraversal(traversalId: string): Promise<StoredTraversal | null>

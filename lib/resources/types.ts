@@ -154,6 +154,16 @@ export type ClaimOutcome =
   /** The project's files would exceed its workspace quota; nothing was recorded. */
   | { outcome: 'over_quota'; usedBytes: number; limitBytes: number }
 
+export type AdoptOutcome =
+  /** Recorded for this row (not in a dry run): `previous[i]` as for a claim (null: there was no record). */
+  | { outcome: 'adopted'; previous: (OutsideRecord | null)[] }
+  /** A resource of this or another stack of the project still owns `ref`, or another project does. */
+  | { outcome: 'refused'; ref: OutsideRef; owner: OutsideRecord }
+  /** Another row of this logical resource owns `ref` and is being acted on now. */
+  | { outcome: 'busy'; ref: OutsideRef; owner: OutsideRecord }
+  /** `ref` has no record, and the type adopts only what Kiln made (unrecorded: false). */
+  | { outcome: 'unrecorded'; ref: OutsideRef }
+
 /**
  * Kiln's records of the outside objects this row makes, bound to the row
  * (see the contract at the top of this file). Every call is one committed
@@ -178,6 +188,17 @@ export interface OutsideObjects {
   startDelete(refs: OutsideRef[]): Promise<OutsideRef[]>
   /** The objects are gone: drops this row's records. */
   forget(refs: OutsideRef[]): Promise<void>
+  /**
+   * Adopt existing objects (a resource's `external_id`): record them as this
+   * row's, all or none. An object with a record may be adopted only within
+   * its project, and only when no live resource owns it (one kept by
+   * `deletion_policy: Retain`, or left by a deleted stack or resource), or
+   * when this logical resource owns it already; an object with no record only
+   * when `unrecorded` (a file in the project's own workspace; never a
+   * database on a shared server, which may be anyone's). `dryRun`: answer
+   * the same and write nothing (an import preview).
+   */
+  adopt(refs: OutsideRef[], opts: { unrecorded: boolean; dryRun?: boolean; sizeBytes?: number }): Promise<AdoptOutcome>
 }
 
 export interface ResourceContext {
@@ -265,6 +286,15 @@ export interface ObservedObject {
   problems?: string[]
 }
 
+/** What `adopt` took into the stack: the object as observed, and what the engine stores for the row. */
+export interface Adopted {
+  physicalId: string
+  /** The properties as observed (the row's stored properties from now on). */
+  properties: Record<string, unknown>
+  attributes: Record<string, unknown>
+  data?: Record<string, unknown>
+}
+
 export interface ActionResult {
   /** The physical id (what `get_resource` returns). Defaults to the previous one, then to `ctx.physicalName`. */
   physicalId?: string | null
@@ -327,6 +357,17 @@ export interface ResourceType {
    * without `observe`), a FAILED row is replaced, as Heat does by default.
    */
   needsReplaceFailed?(seen: ObservedObject, state: ResourceState): string | null
+  /**
+   * Adopt an object that exists (a resource's `external_id`, Heat's key):
+   * find it by that id, observe it, and record it as this row's
+   * (`ctx.objects.adopt`: never another project's object, nor one a live
+   * resource owns). Never creates or changes the object. Throws
+   * ResourceActionError, for the user to read, when there is nothing to adopt
+   * or it may not be adopted. `dryRun`: the same answer, nothing recorded (an
+   * import preview; read-only, as observe). Without it, `external_id` is
+   * refused for the type when the template is checked.
+   */
+  adopt?(ctx: ResourceContext, externalId: string, opts: { dryRun: boolean }): Promise<Adopted>
 }
 
 /** Thrown by `update` to ask the engine to replace the resource (Heat's UpdateReplace). */

@@ -314,6 +314,13 @@ export function createReadService(pool: pg.Pool, registry: Registry) {
       // The latest drift check's finding per row, while no later operation may have changed the rows.
       const drift = await driftOf(s.id, secrets)
       const driftOfRow = new Map(drift?.current ? drift.resources.map((d) => [d.resourceId, d]) : [])
+      // A resource's `description` (a key of its definition) as the stack's template gives it.
+      const { rows: [t] } = await pool.query(`SELECT template->'resources' AS resources FROM raw_template WHERE id = $1`, [s.raw_template_id])
+      const defs = (t?.resources ?? {}) as Record<string, { description?: unknown } | null>
+      const descriptionOf = (name: string) => {
+        const d = Object.hasOwn(defs, name) ? defs[name]?.description : undefined
+        return typeof d === 'string' ? redact(d, secrets) : ''
+      }
       const { rows } = await pool.query(
         `SELECT r.*, CASE WHEN w.id IS NULL THEN NULL ELSE w.hostname || ':' || w.pid END AS worker_name FROM resource r LEFT JOIN worker w ON w.id = r.engine_id
           WHERE r.stack_id = $1 ${opts.all ? '' : `AND NOT (r.action = 'DELETE' AND r.status = 'COMPLETE')`} ORDER BY r.name, r.id`,
@@ -327,6 +334,7 @@ export function createReadService(pool: pg.Pool, registry: Registry) {
         action: String(r.action),
         status: String(r.status),
         statusReason: redact(String(r.status_reason), secrets),
+        description: descriptionOf(String(r.name)),
         physicalId: (r.physical_id as string | null) ?? null,
         properties: maskProperties(String(r.type), r.properties, secrets),
         attributes: maskAttributes(String(r.type), r.attributes, secrets),

@@ -12,6 +12,7 @@ import crypto from 'node:crypto'
 import type pg from 'pg'
 import type { Db } from '../db/client'
 import { startTraversal, stopTraversal, type StartTraversalInput, type TraversalPlan } from '../db/queries/traversal'
+import { adoptionOf, externalIdRefusal } from '../engine/adoption'
 import type { StackAction } from '../engine/types'
 import { definitionOf } from '../evaluation/bounded'
 import { BudgetExceeded } from '../template/budget'
@@ -161,6 +162,30 @@ export function createStackService(deps: ServiceDeps) {
     }
   }
 
+  /**
+   * Heat's rules for external_id, checked before an update starts (the engine
+   * keeps them too): it cannot be added to a resource Kiln manages nor
+   * changed, and an adopted resource cannot be updated while it is set. Each
+   * refusal is a 400 naming the resource's external_id.
+   */
+  async function refuseExternalChanges(stack: StackRecord, plan: TraversalPlan): Promise<void> {
+    const external = plan.external ?? {}
+    const names = Object.keys(external)
+    if (!names.length) return
+    const { rows } = await pool.query(
+      `SELECT DISTINCT ON (name) name, data FROM resource
+        WHERE stack_id = $1 AND name = ANY($2) AND properties IS NOT NULL AND NOT (action = 'DELETE' AND status = 'COMPLETE')
+        ORDER BY name, id DESC`,
+      [stack.id, names],
+    )
+    const issues = rows.flatMap((r) => {
+      const e = external[String(r.name)]!
+      const why = externalIdRefusal(String(r.name), adoptionOf(r.data), e.externalId, e.fingerprint)
+      return why ? [{ code: 'structure' as const, path: `resources.${String(r.name)}.external_id`, line: null, column: null, message: why }] : []
+    })
+    if (issues.length) throw new ValidationError(issues.map((i) => `${i.path}: ${i.message}`).join('; '), issues)
+  }
+
   async function startRollback(stack: StackRecord, actor: string, expect: string | null): Promise<OperationResult> {
     let templateId = stack.lastGoodTemplateId
     let plan: TraversalPlan = { names: [], types: {}, dependsOn: {} }
@@ -234,6 +259,7 @@ export function createStackService(deps: ServiceDeps) {
       const stack = await find(actor, ref)
       if (stack.action === 'DELETE') throw new ConflictError(`stack ${stack.name} is being deleted; it cannot be updated`)
       const checked = await checkSubmission(await submissionFor(stack, req), { catalog: deps.catalog, limits: deps.limits, stackName: stack.name, stackId: stack.id, projectId: actor.projectId })
+      await refuseExternalChanges(stack, checked.plan)
       const templateId = crypto.randomUUID()
       return run(
         {

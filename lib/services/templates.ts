@@ -11,9 +11,10 @@
  */
 import type { TypeCatalog } from '../template/types'
 import { TemplateError, type CatalogData, type Environment, type ParameterGroup, type ParameterSchema, type ParsedTemplate, type StackDefinition } from '../template/types'
-import { buildDefinition, parseEnvironment, parseTemplate } from '../template'
+import { buildDefinition, isKnown, parseEnvironment, parseTemplate } from '../template'
 import { BUDGET_SETTINGS, BudgetExceeded, type Budget } from '../template/budget'
-import type { TraversalPlan } from '../db/queries/traversal'
+import type { ExternalPlan, TraversalPlan } from '../db/queries/traversal'
+import { definitionFingerprint } from '../engine/adoption'
 import { evaluation } from '../evaluation/pool'
 import { BudgetError, LimitError, ValidationError } from './errors'
 import { hiddenValues, redactText, secretList } from './secrets'
@@ -72,11 +73,17 @@ export function planFor(definition: Pick<StackDefinition, 'resources'>): Travers
   const names = Object.keys(definition.resources)
   const types: Record<string, string> = {}
   const dependsOn: Record<string, string[]> = {}
+  const external: Record<string, ExternalPlan> = {}
   for (const [name, r] of Object.entries(definition.resources)) {
     types[name] = r.type
     dependsOn[name] = r.dependsOn
+    if (r.externalId !== undefined) {
+      const known = Object.fromEntries(Object.entries(r.properties).filter(([, v]) => isKnown(v)))
+      const deferred = Object.keys(r.properties).filter((k) => !(k in known))
+      external[name] = { externalId: r.externalId, fingerprint: definitionFingerprint(r), known, deferred }
+    }
   }
-  return { names, types, dependsOn }
+  return { names, types, dependsOn, ...(Object.keys(external).length ? { external } : {}) }
 }
 
 /** A spent budget as the service layer's error: a 400 naming the setting and the place. */

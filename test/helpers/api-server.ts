@@ -18,6 +18,8 @@ import { builtinTypes, createRegistry, typeCatalog } from '../../lib/resources/r
 import { createAccountService } from '../../lib/services/accounts'
 import { createReadService } from '../../lib/services/reads'
 import { createStackService } from '../../lib/services/stacks'
+import { createImportService } from '../../lib/services/imports'
+import type { ResourceTypeConfig } from '../../lib/resources/types'
 import { attachRealtime } from '../../lib/server/realtime'
 import type { TestCluster } from './cluster'
 
@@ -50,6 +52,8 @@ export interface ApiServerOptions {
   authFailuresPerMinute?: number
   /** The database handle the API uses (default: the cluster's); a test may pass one it closes. */
   db?: Db
+  /** Where an import preview finds objects (default: the cluster's workspace, and its database's server as the target). */
+  typeConfig?: ResourceTypeConfig
 }
 
 export async function startApiServer(c: TestCluster, opts: ApiServerOptions = {}): Promise<ApiServer> {
@@ -67,9 +71,12 @@ export async function startApiServer(c: TestCluster, opts: ApiServerOptions = {}
   })
   let url = ''
   const failedAttempts = failedAttemptLimit({ perMinute: opts.authFailuresPerMinute ?? 1_000_000, log })
+  const stacks = createStackService({ db, catalog: typeCatalog(registry), types: registry, limits, defaultTimeoutMins: 30 })
+  const typeConfig = opts.typeConfig ?? { workspaceDir: c.workspace, targetDatabaseUrl: c.url }
   const deps: ApiDeps = {
     db,
-    stacks: createStackService({ db, catalog: typeCatalog(registry), types: registry, limits, defaultTimeoutMins: 30 }),
+    stacks,
+    imports: createImportService({ db, catalog: typeCatalog(registry), types: registry, typeConfig, limits, stacks, log }),
     reads: createReadService(db.pool, registry),
     accounts: createAccountService(db.pool),
     registry,

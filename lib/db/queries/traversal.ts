@@ -26,6 +26,18 @@ export interface TraversalPlan {
   names: string[]
   types: Record<string, string>
   dependsOn: Record<string, string[]>
+  /** Resources with external_id (adopted, never created): the checks an update makes before it starts. */
+  external?: Record<string, ExternalPlan>
+}
+
+export interface ExternalPlan {
+  externalId: string
+  /** definitionFingerprint (lib/engine/adoption.ts) of the resource's definition. */
+  fingerprint: string
+  /** The properties whose values are known when the template is checked (an import preview compares them). */
+  known: Record<string, unknown>
+  /** The properties whose values wait for another resource (not compared). */
+  deferred: string[]
 }
 
 export interface StartTraversalInput {

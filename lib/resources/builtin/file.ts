@@ -24,7 +24,7 @@
  */
 import { createHash } from 'node:crypto'
 import path from 'node:path'
-import { DEFAULT_WORKSPACE_QUOTA_BYTES, ResourceActionError, type Observation, type OutsideRef, type ResourceContext, type ResourceState, type ResourceType } from '../types'
+import { DEFAULT_WORKSPACE_QUOTA_BYTES, ResourceActionError, type Adopted, type Observation, type OutsideRef, type ResourceContext, type ResourceState, type ResourceType } from '../types'
 import { entryAt, inspectAt, projectWorkspace, removeAt, WorkspaceError, writeAt } from './workspace'
 
 export const MAX_FILE_BYTES = 1024 * 1024
@@ -107,6 +107,34 @@ async function observe(ctx: ResourceContext, state: ResourceState): Promise<Obse
   }
 }
 
+const PATH_PATTERN = new RegExp(`^${NAME}(?:/${NAME})*$`)
+
+/**
+ * Adopt a file of the project's workspace (external_id: its path). Any file
+ * there may be adopted (the workspace is the project's own), unless another
+ * live resource of the project owns it; its content must be text Kiln::File
+ * can hold (UTF-8, at most MAX_FILE_BYTES), or a later update would rewrite it.
+ */
+async function adopt(ctx: ResourceContext, externalId: string, opts: { dryRun: boolean }): Promise<Adopted> {
+  const rel = externalId
+  if (!PATH_PATTERN.test(rel) || rel.length > 1024) throw new ResourceActionError(`external_id ${JSON.stringify(rel)}: not a path inside the project's workspace (names separated by single "/", none of them "." or "..", no leading "/")`)
+  const seen = await observe(ctx, { physicalId: rel, properties: { path: rel }, attributes: {}, data: {} })
+  if (seen.state === 'gone') throw new ResourceActionError(`external_id ${rel}: there is no file at that path in the project's workspace`)
+  const size = Number(seen.attributes?.size)
+  if (size > MAX_FILE_BYTES) throw new ResourceActionError(`external_id ${rel}: the file is ${size} bytes; Kiln::File holds at most ${MAX_FILE_BYTES}`)
+  if (Buffer.byteLength(String(seen.properties.content)) !== size) throw new ResourceActionError(`external_id ${rel}: the file is not UTF-8 text, which Kiln::File holds`)
+  const out = await ctx.objects.adopt([fileRef(ctx, rel)], { unrecorded: true, dryRun: opts.dryRun, sizeBytes: size })
+  switch (out.outcome) {
+    case 'refused':
+      throw new ResourceActionError(`${rel} belongs to resource ${out.owner.resourceName} of stack ${out.owner.stackId}`)
+    case 'busy':
+      throw new ResourceActionError(`${rel} is being acted on by an older version of this resource; try again once that is done`)
+    case 'unrecorded':
+      throw new ResourceActionError(`${rel} cannot be adopted`)
+  }
+  return { physicalId: rel, properties: seen.properties, attributes: seen.attributes ?? {} }
+}
+
 async function remove(ctx: ResourceContext, state: ResourceState): Promise<void> {
   const rel = pathOf(state)
   if (!rel) return
@@ -156,4 +184,5 @@ export const fileResource: ResourceType = {
   observe,
   // The file is there: writing it again repairs whatever a failed or interrupted action left.
   needsReplaceFailed: () => null,
+  adopt,
 }

@@ -37,7 +37,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto'
 import pg from 'pg'
-import { DEFAULT_TENANT_CONNECTION_LIMIT, ResourceActionError, type Observation, type OutsideRef, type ResourceContext, type ResourceState, type ResourceType } from '../types'
+import { DEFAULT_TENANT_CONNECTION_LIMIT, ResourceActionError, type Adopted, type Observation, type OutsideRef, type ResourceContext, type ResourceState, type ResourceType } from '../types'
 import { scramVerifier } from './scram'
 
 /** The group every tenant role belongs to (pg_hba.conf of the embedded cluster names it). */
@@ -220,6 +220,32 @@ async function observe(ctx: ResourceContext, state: ResourceState): Promise<Obse
   }, OBSERVER_TAG)
 }
 
+/**
+ * Adopt a database (external_id: its name) that Kiln made for this project
+ * and that no live resource holds any more: kept by `deletion_policy: Retain`
+ * or by an earlier adoption, its stack since deleted. A database without a
+ * Kiln record is refused: on a shared server it may be anyone's (another
+ * application's, another tenant's, Kiln's own). Kiln does not know the
+ * adopted role's password: `password` and `url` stay null until an update
+ * manages the database (external_id removed), which sets a new one.
+ */
+async function adopt(ctx: ResourceContext, externalId: string, opts: { dryRun: boolean }): Promise<Adopted> {
+  const name = externalId
+  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(name)) throw new ResourceActionError(`external_id ${JSON.stringify(name)}: not a database name Kiln makes (lower-case letters, digits and _, at most 63)`)
+  const seen = await observe(ctx, { physicalId: name, properties: { name }, attributes: {}, data: {} })
+  if (seen.state === 'gone') throw new ResourceActionError(`external_id ${name}: there is no database of that name on the server`)
+  const out = await ctx.objects.adopt(refs(ctx, name), { unrecorded: false, dryRun: opts.dryRun })
+  switch (out.outcome) {
+    case 'unrecorded':
+      throw new ResourceActionError(`database ${name} was not made by Kiln for this project (it has no Kiln record); only a database Kiln made and kept (deletion_policy: Retain) can be adopted`)
+    case 'refused':
+      throw new ResourceActionError(out.owner.projectId === ctx.projectId ? `database ${name} belongs to resource ${out.owner.resourceName} of stack ${out.owner.stackId}` : `database ${name} belongs to another project`)
+    case 'busy':
+      throw new ResourceActionError(`database ${name} is being acted on by an older version of this resource; try again once that is done`)
+  }
+  return { physicalId: name, properties: seen.properties, attributes: { database: name, role: name, password: null, url: null } }
+}
+
 export const postgresDatabaseResource: ResourceType = {
   name: 'Kiln::Postgres::Database',
   description: 'A PostgreSQL database and a login role owning it, on the configured target server. The role can reach that database only.',
@@ -263,4 +289,5 @@ export const postgresDatabaseResource: ResourceType = {
   // The database is there: ensure() repairs the role, its limits and privileges in place,
   // keeping the password and the data (a replacement would set a new password on it).
   needsReplaceFailed: () => null,
+  adopt,
 }
