@@ -118,6 +118,7 @@ export function kilnRoutes(d: ApiDeps, router: Router<Principal>, signals: Signa
       const b = parse(UpdateBody, await c.json())
       // A preview looks at no resource: it cannot say what converge would bring back.
       if (b.converge) throw refused('converge', 'a preview does not observe resources; run a drift check (POST /api/stacks/{stack}/drift) to see what converge would bring back')
+      if (b.preempt) throw refused('preempt', 'a preview stops nothing; send preempt with the update itself')
       return json(await d.stacks.preview(actorOf(c.principal), c.params.stack!, { ...b, existing: b.existing ?? b.template === undefined }))
     })
     // ---- import: adopt existing objects (external_id) into a new or existing stack ----

@@ -23,6 +23,8 @@ export const UpdateBody = z.object({
   disableRollback: z.boolean().optional(),
   /** Heat's `--converge`: observe every resource and bring back whatever drifted, even where the template did not change. */
   converge: z.boolean().optional(),
+  /** Abort the superseded operation's in-flight actions on the resources whose targets this update changes. */
+  preempt: z.boolean().optional(),
 }).strict()
 /** An import: the stack to adopt into (created, or updated if the project has one of that name) and a template whose resources carry external_id. */
 export const ImportBody = z.object({

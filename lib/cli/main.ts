@@ -145,13 +145,14 @@ stack
   .option('-P, --parameter <name=value>', 'parameter value (repeatable)', collect)
   .option('--existing', 'reuse the current template; only change parameters', false)
   .option('--converge', 'observe every resource and bring back whatever changed outside Kiln, even where the template did not change', false)
+  .option('--preempt', 'abort the running operation’s actions on the resources whose targets this update changes, instead of waiting for them', false)
   .option('--wait', 'follow the operation until it ends', false)
   .action(async (ref, o) => {
     if (!o.template && !o.existing) fail('give --template <file>, or --existing to reuse the current template')
     const c = client()
     const { stack: s } = await c.get(`/api/stacks/${encodeURIComponent(ref)}`)
     const after = await eventHead(c, s.id)
-    const body = { ...submission(o), ...(o.converge ? { converge: true } : {}) }
+    const body = { ...submission(o), ...(o.converge ? { converge: true } : {}), ...(o.preempt ? { preempt: true } : {}) }
     const res = o.existing ? await c.patch(`/api/stacks/${s.id}`, body) : await c.put(`/api/stacks/${s.id}`, body)
     if (!o.wait) return print(res, () => `${s.name}: UPDATE started${res.superseded ? ` (superseded the running traversal ${res.superseded.slice(0, 8)})` : ''}`)
     await follow(c, s.id, after)

@@ -13,6 +13,7 @@ import type pg from 'pg'
 import type { Db } from '../db/client'
 import { startTraversal, stopTraversal, type StartTraversalInput, type TraversalPlan } from '../db/queries/traversal'
 import { adoptionOf, externalIdRefusal } from '../engine/adoption'
+import { changedTargets } from '../engine/preempt'
 import type { StackAction } from '../engine/types'
 import { definitionOf } from '../evaluation/bounded'
 import { BudgetExceeded } from '../template/budget'
@@ -68,6 +69,11 @@ export interface CreateRequest extends Submission {
 }
 
 export interface UpdateRequest extends Partial<Submission> {
+  /**
+   * Abort the in-flight actions of the traversal this update supersedes on the resources whose targets it
+   * changes (their AbortSignal fires); this update then observes and converges what they leave.
+   */
+  preempt?: boolean
   /** PATCH semantics: reuse the current template and parameters; given parameters override. */
   existing?: boolean
   /** Heat's `converge`: observe each resource and compare the new definition with it as it is, not as stored. */
@@ -135,14 +141,14 @@ export function createStackService(deps: ServiceDeps) {
   }
 
   /** The plan of a stored template (rollback target, check): evaluated within the inline allowance, or on a thread. */
-  async function storedPlan(stack: StackRecord, templateId: string): Promise<TraversalPlan> {
+  async function storedPlan(stack: StackRecord, templateId: string, opts: { fingerprints?: boolean } = {}): Promise<TraversalPlan> {
     const { rows } = await pool.query('SELECT source, template, environment, parameters FROM raw_template WHERE id = $1', [templateId])
     const t = rows[0]
     if (!t) throw new ConflictError('the stored template is missing')
     const parsed = t.template && Object.keys(t.template).length ? (t.template as Record<string, unknown>) : null
     try {
       const def = await definitionOf({ source: parsed ? null : t.source, parsed, environment: t.environment, parameters: t.parameters, stackName: stack.name, stackId: stack.id, projectId: stack.projectId })
-      return planFor(def)
+      return planFor(def, opts)
     } catch (err) {
       if (err instanceof BudgetExceeded) throw budgetError(err)
       throw err
@@ -184,6 +190,12 @@ export function createStackService(deps: ServiceDeps) {
       return why ? [{ code: 'structure' as const, path: `resources.${String(r.name)}.external_id`, line: null, column: null, message: why }] : []
     })
     if (issues.length) throw new ValidationError(issues.map((i) => `${i.path}: ${i.message}`).join('; '), issues)
+  }
+
+  /** The resources whose targets an update changes from those of the running traversal (lib/engine/preempt.ts). */
+  async function preemptTargets(stack: StackRecord, plan: TraversalPlan): Promise<string[]> {
+    const running = await storedPlan(stack, stack.rawTemplateId!, { fingerprints: true })
+    return changedTargets({ dependsOn: running.dependsOn, fingerprints: running.fingerprints ?? {} }, { dependsOn: plan.dependsOn, fingerprints: plan.fingerprints ?? {} })
   }
 
   async function startRollback(stack: StackRecord, actor: string, expect: string | null): Promise<OperationResult> {
@@ -258,8 +270,11 @@ export function createStackService(deps: ServiceDeps) {
     async update(actor: Actor, ref: string, req: UpdateRequest): Promise<OperationResult> {
       const stack = await find(actor, ref)
       if (stack.action === 'DELETE') throw new ConflictError(`stack ${stack.name} is being deleted; it cannot be updated`)
-      const checked = await checkSubmission(await submissionFor(stack, req), { catalog: deps.catalog, limits: deps.limits, stackName: stack.name, stackId: stack.id, projectId: actor.projectId })
+      // Preempting a running operation compares its template with this one, resource by resource.
+      const preempting = req.preempt === true && stack.status === 'IN_PROGRESS' && stack.rawTemplateId !== null
+      const checked = await checkSubmission(await submissionFor(stack, req), { catalog: deps.catalog, limits: deps.limits, stackName: stack.name, stackId: stack.id, projectId: actor.projectId, fingerprints: preempting })
       await refuseExternalChanges(stack, checked.plan)
+      const preempt = preempting ? await preemptTargets(stack, checked.plan) : undefined
       const templateId = crypto.randomUUID()
       return run(
         {
@@ -271,6 +286,7 @@ export function createStackService(deps: ServiceDeps) {
           timeoutMins: req.timeoutMins,
           disableRollback: req.disableRollback,
           converge: req.converge === true,
+          ...(preempt ? { preempt, expectTraversalId: stack.currentTraversalId } : {}),
           before: (c) => insertTemplate(c, templateId, stack.id, checked.source, checked.templateText, checked.environmentJson, checked.parameters),
         },
         stack,

@@ -59,6 +59,8 @@ export interface CheckContext {
   projectId?: string
   /** parameters without a value are not an error (validating for an editor) */
   allowMissingParameters?: boolean
+  /** The plan carries each resource's definitionFingerprint (a preempting update). */
+  fingerprints?: boolean
 }
 
 /** A CheckContext as data, sent to an evaluation thread (the catalog as CatalogData). */
@@ -69,7 +71,7 @@ function asSource(t: string | Record<string, unknown>): string {
 }
 
 /** The order new rows are inserted in (dependents first, as Heat's reverse topological walk). */
-export function planFor(definition: Pick<StackDefinition, 'resources'>): TraversalPlan {
+export function planFor(definition: Pick<StackDefinition, 'resources'>, opts: { fingerprints?: boolean } = {}): TraversalPlan {
   const names = Object.keys(definition.resources)
   const types: Record<string, string> = {}
   const dependsOn: Record<string, string[]> = {}
@@ -83,7 +85,9 @@ export function planFor(definition: Pick<StackDefinition, 'resources'>): Travers
       external[name] = { externalId: r.externalId, fingerprint: definitionFingerprint(r), known, deferred }
     }
   }
-  return { names, types, dependsOn, ...(Object.keys(external).length ? { external } : {}) }
+  // Only when asked: hashing every resource's definition is work a plain submission does not need.
+  const fingerprints = opts.fingerprints ? Object.fromEntries(Object.entries(definition.resources).map(([n, r]) => [n, definitionFingerprint(r)])) : undefined
+  return { names, types, dependsOn, ...(Object.keys(external).length ? { external } : {}), ...(fingerprints ? { fingerprints } : {}) }
 }
 
 /** A spent budget as the service layer's error: a 400 naming the setting and the place. */
@@ -125,7 +129,7 @@ export function checkSubmissionNow(sub: Submission, ctx: CheckContext, budget: B
       templateText: JSON.stringify(t.json),
       environmentJson: environmentToJson(environment),
       parameters: sub.parameters ?? {},
-      plan: planFor(definition),
+      plan: planFor(definition, { fingerprints: ctx.fingerprints === true }),
       summary: {
         version: t.version,
         ...(t.description !== undefined ? { description: t.description } : {}),

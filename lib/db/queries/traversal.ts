@@ -28,6 +28,8 @@ export interface TraversalPlan {
   dependsOn: Record<string, string[]>
   /** Resources with external_id (adopted, never created): the checks an update makes before it starts. */
   external?: Record<string, ExternalPlan>
+  /** definitionFingerprint per resource, when asked for (a preempting update compares two templates). */
+  fingerprints?: Record<string, string>
 }
 
 export interface ExternalPlan {
@@ -56,6 +58,11 @@ export interface StartTraversalInput {
   abortInFlight?: boolean
   /** An update with `converge`: its nodes observe each object before deciding (StoredTraversal.converge). */
   converge?: boolean
+  /**
+   * An update with `preempt`: the resources whose targets it changes. The superseded traversal's
+   * in-flight actions on their rows are aborted (NOTIFY kiln_abort, mode `rows`).
+   */
+  preempt?: string[]
   /** Statement run inside the transaction before anything else (e.g. inserting the raw template). */
   before?: (client: pg.PoolClient) => Promise<void>
 }
@@ -156,7 +163,7 @@ async function startInTransaction(client: pg.PoolClient, input: StartTraversalIn
   const leafKeys = index.leaves.map(parseNodeId)
   const abort = input.abortInFlight && superseded
     ? JSON.stringify({ stack_id: input.stackId, traversal_id: traversalId, mode: 'others', reason: `stack ${input.action.toLowerCase()} requested` })
-    : null
+    : superseded && input.preempt?.length ? await preemptNotice(client, input.stackId, traversalId, superseded, input.preempt) : null
   // Everything else in one round trip (lib/db/functions/15_open_traversal.sql).
   await client.query(
     `SELECT kiln_open_traversal($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`,
@@ -173,6 +180,23 @@ async function startInTransaction(client: pg.PoolClient, input: StartTraversalIn
   // transaction, so no worker can load the traversal without it (NOTIFY is delivered at commit).
   if (input.converge) await client.query('UPDATE traversal SET converge = true WHERE id = $1', [traversalId])
   return { started: true, traversalId, nodeCount: graph.nodes.length, leaves: index.leaves.length, superseded }
+}
+
+/** NOTIFY payloads are limited to 8000 bytes; a longer list of rows aborts every action of the older traversals instead. */
+const MAX_ABORT_PAYLOAD = 7500
+
+/**
+ * The kiln_abort notice of a preempting update: every row of the resources
+ * whose targets changed (a replacement of one acts on a row of its own), read
+ * under the stack row's lock, so that no node step of the superseded
+ * traversal can make another meanwhile.
+ */
+async function preemptNotice(client: pg.PoolClient, stackId: string, traversalId: string, superseded: string, names: string[]): Promise<string> {
+  const { rows } = await client.query(`SELECT id FROM resource WHERE stack_id = $1 AND name = ANY($2) ORDER BY id`, [stackId, names])
+  const reason = `preempted by update ${traversalId}`
+  const notice = JSON.stringify({ stack_id: stackId, traversal_id: traversalId, mode: 'rows', rows: rows.map((r) => Number(r.id)), reason })
+  if (Buffer.byteLength(notice) <= MAX_ABORT_PAYLOAD) return notice
+  return JSON.stringify({ stack_id: stackId, traversal_id: traversalId, mode: 'others', reason: `${reason} (of ${names.length} resources: every action of ${superseded} is aborted)` })
 }
 
 function ev(kind: string, traversalId: string, status: string, reason: string, data: Record<string, unknown>, action?: string) {
