@@ -83,11 +83,31 @@ export function heatRoutes(d: ApiDeps, router: Router<Principal>, signals: Signa
     if (typeof v === 'string' && /^(true|false)$/i.test(v)) return v.toLowerCase() === 'true'
     return fail(`${key} must be true or false (got ${JSON.stringify(v)})`)
   }
-  /** The fields only an update takes (`converge`), refused on a preview, which changes and observes nothing. */
-  const updateOnly = (b: Record<string, unknown>, preview: boolean) => {
+  /** Heat's tags: a list of strings, or one comma-separated string (as heatclient sends them). */
+  const tagsOf = (b: Record<string, unknown>): string[] | undefined => {
+    const t = b.tags
+    if (t === undefined || t === null) return undefined
+    if (typeof t === 'string') return t.split(',').map((s) => s.trim()).filter(Boolean)
+    if (Array.isArray(t) && t.every((s) => typeof s === 'string')) return t as string[]
+    return fail('tags must be a list of strings or a comma-separated string')
+  }
+  /**
+   * The fields only an update takes (converge, tags, clear_parameters on a PATCH), refused where they would be
+   * ignored: on a preview, which changes and observes nothing, and clear_parameters on a PUT, which reuses no
+   * stored parameters.
+   */
+  const updateOnly = (b: Record<string, unknown>, how: { preview: boolean; reusesParameters: boolean }) => {
     const converge = flag(b, 'converge')
-    if (preview && converge) fail('converge: a preview does not observe resources; run a drift check (POST /api/stacks/{stack}/drift) to see what converge would bring back')
-    return converge ? { converge } : {}
+    const tags = tagsOf(b)
+    const clear = b.clear_parameters
+    if (clear !== undefined && clear !== null && !(Array.isArray(clear) && clear.every((s) => typeof s === 'string'))) fail('clear_parameters must be a list of parameter names')
+    const clearParameters = (clear as string[] | undefined | null) ?? undefined
+    if (how.preview) {
+      if (converge) fail('converge: a preview does not observe resources; run a drift check (POST /api/stacks/{stack}/drift) to see what converge would bring back')
+      if (tags) fail('tags: a preview changes no tags; send them with the update itself')
+    }
+    if (!how.reusesParameters && clearParameters?.length) fail('clear_parameters: an update with a new template reuses no stored parameters; clear them with PATCH (openstack stack update --existing --clear-parameter)')
+    return { ...(converge ? { converge } : {}), ...(tags ? { tags } : {}), ...(clearParameters?.length ? { clearParameters } : {}) }
   }
   const body = async (c: Ctx) => {
     const b = await c.json()
@@ -188,14 +208,14 @@ export function heatRoutes(d: ApiDeps, router: Router<Principal>, signals: Signa
       const raw = await body(c)
       const b = submission(raw)
       if (b.template === undefined) fail('template is required (use PATCH to reuse the existing template)')
-      await d.stacks.update(actorOf(c.principal), String(s.id), { ...b, ...updateOnly(raw, false) })
+      await d.stacks.update(actorOf(c.principal), String(s.id), { ...b, ...updateOnly(raw, { preview: false, reusesParameters: false }) })
       return new Response(null, { status: 202 })
     })
     .add('PATCH', ['/v1/:project/stacks/:name/:id', '/v1/:project/stacks/:name'], async (c) => {
       const s = await identified(c)
       const raw = await body(c)
       const b = submission(raw)
-      await d.stacks.update(actorOf(c.principal), String(s.id), { ...b, ...updateOnly(raw, false), existing: b.template === undefined })
+      await d.stacks.update(actorOf(c.principal), String(s.id), { ...b, ...updateOnly(raw, { preview: false, reusesParameters: b.template === undefined }), existing: b.template === undefined })
       return new Response(null, { status: 202 })
     })
     .add('DELETE', '/v1/:project/stacks/:name/:id', async (c) => {
@@ -207,8 +227,7 @@ export function heatRoutes(d: ApiDeps, router: Router<Principal>, signals: Signa
       const s = await identified(c)
       const raw = await body(c)
       const b = submission(raw)
-      updateOnly(raw, true)
-      const p = await d.stacks.preview(actorOf(c.principal), String(s.id), { ...b, existing: b.template === undefined })
+      const p = await d.stacks.preview(actorOf(c.principal), String(s.id), { ...b, ...updateOnly(raw, { preview: true, reusesParameters: b.template === undefined }), existing: b.template === undefined })
       const group = (a: PreviewItem['action']) => p.items.filter((i) => i.action === a).map((i) => ({ resource_name: i.name, resource_type: i.type, resource_action: 'INIT', resource_status: 'COMPLETE', resource_identity: {}, stack_name: s.name, stack_identity: { stack_id: s.id, stack_name: s.name, tenant: c.principal.projectId, path: '' } }))
       return json({ resource_changes: { added: group('create'), updated: group('update'), replaced: group('replace'), deleted: group('delete'), unchanged: group('unchanged') } })
     })

@@ -107,10 +107,12 @@ export function kilnRoutes(d: ApiDeps, router: Router<Principal>, signals: Signa
     .add('PUT', '/api/stacks/:stack', async (c) => {
       const b = parse(UpdateBody, await c.json())
       if (!b.template && !b.existing) throw new ValidationError('give a template, or existing: true to reuse the current one (or use PATCH)')
+      if (b.clearParameters && !b.existing) throw refused('clearParameters', 'it clears stored parameter values, which only an update that reuses them has (PATCH without a template, or existing: true)')
       return accepted(await d.stacks.update(actorOf(c.principal), c.params.stack!, b))
     })
     .add('PATCH', '/api/stacks/:stack', async (c) => {
       const b = parse(UpdateBody, await c.json())
+      if (b.clearParameters && b.template !== undefined && !b.existing) throw refused('clearParameters', 'it clears stored parameter values, which an update with a new template does not reuse')
       return accepted(await d.stacks.update(actorOf(c.principal), c.params.stack!, { ...b, existing: b.template === undefined }))
     })
     .add('DELETE', '/api/stacks/:stack', async (c) => accepted(await d.stacks.delete(actorOf(c.principal), c.params.stack!)))
@@ -119,6 +121,7 @@ export function kilnRoutes(d: ApiDeps, router: Router<Principal>, signals: Signa
       // A preview looks at no resource: it cannot say what converge would bring back.
       if (b.converge) throw refused('converge', 'a preview does not observe resources; run a drift check (POST /api/stacks/{stack}/drift) to see what converge would bring back')
       if (b.preempt) throw refused('preempt', 'a preview stops nothing; send preempt with the update itself')
+      if (b.tags) throw refused('tags', 'a preview changes no tags; send them with the update itself')
       return json(await d.stacks.preview(actorOf(c.principal), c.params.stack!, { ...b, existing: b.existing ?? b.template === undefined }))
     })
     // ---- import: adopt existing objects (external_id) into a new or existing stack ----

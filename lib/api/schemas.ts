@@ -25,6 +25,10 @@ export const UpdateBody = z.object({
   converge: z.boolean().optional(),
   /** Abort the superseded operation's in-flight actions on the resources whose targets this update changes. */
   preempt: z.boolean().optional(),
+  /** Heat's clear_parameters (with the stored parameters reused: PATCH, or existing): these take their defaults again. */
+  clearParameters: z.array(z.string().min(1).max(255)).max(1000).optional(),
+  /** The stack's tags from now on (omitted: kept). */
+  tags: z.array(z.string().max(80)).max(50).optional(),
 }).strict()
 /** An import: the stack to adopt into (created, or updated if the project has one of that name) and a template whose resources carry external_id. */
 export const ImportBody = z.object({

@@ -9,6 +9,7 @@
  *   was stored) · rollbackAfterFailure (worker)
  */
 import crypto from 'node:crypto'
+import { isDeepStrictEqual } from 'node:util'
 import type pg from 'pg'
 import type { Db } from '../db/client'
 import { startTraversal, stopTraversal, type StartTraversalInput, type TraversalPlan } from '../db/queries/traversal'
@@ -78,6 +79,10 @@ export interface UpdateRequest extends Partial<Submission> {
   existing?: boolean
   /** Heat's `converge`: observe each resource and compare the new definition with it as it is, not as stored. */
   converge?: boolean
+  /** Heat's `clear_parameters` (PATCH): stored parameter values to drop, so that these parameters take their defaults again. */
+  clearParameters?: string[]
+  /** The stack's tags from now on (omitted: kept). */
+  tags?: string[]
   timeoutMins?: number
   disableRollback?: boolean
 }
@@ -142,17 +147,43 @@ export function createStackService(deps: ServiceDeps) {
 
   /** The plan of a stored template (rollback target, check): evaluated within the inline allowance, or on a thread. */
   async function storedPlan(stack: StackRecord, templateId: string, opts: { fingerprints?: boolean } = {}): Promise<TraversalPlan> {
+    return planFor((await storedDefinition(stack, templateId)).definition, opts)
+  }
+
+  /** A stored template's definition (and its parsed JSON). */
+  async function storedDefinition(stack: StackRecord, templateId: string) {
     const { rows } = await pool.query('SELECT source, template, environment, parameters FROM raw_template WHERE id = $1', [templateId])
     const t = rows[0]
     if (!t) throw new ConflictError('the stored template is missing')
     const parsed = t.template && Object.keys(t.template).length ? (t.template as Record<string, unknown>) : null
     try {
-      const def = await definitionOf({ source: parsed ? null : t.source, parsed, environment: t.environment, parameters: t.parameters, stackName: stack.name, stackId: stack.id, projectId: stack.projectId })
-      return planFor(def, opts)
+      const definition = await definitionOf({ source: parsed ? null : t.source, parsed, environment: t.environment, parameters: t.parameters, stackName: stack.name, stackId: stack.id, projectId: stack.projectId })
+      return { definition, parsed }
     } catch (err) {
       if (err instanceof BudgetExceeded) throw budgetError(err)
       throw err
     }
+  }
+
+  /**
+   * Heat's `immutable` parameters: an update that gives one of the current
+   * template's immutable parameters another value is refused (Heat's
+   * ImmutableParameterModified), a 400 naming each (never its value).
+   */
+  async function refuseImmutableChanges(stack: StackRecord, values: Record<string, unknown>, names: string[]): Promise<void> {
+    if (!stack.rawTemplateId) return
+    const { rows } = await pool.query(
+      `SELECT coalesce(array_agg(k), '{}') AS names FROM raw_template, jsonb_each(CASE WHEN jsonb_typeof(template->'parameters') = 'object' THEN template->'parameters' ELSE '{}' END) AS p(k, v)
+        WHERE id = $1 AND (v->'immutable' = 'true'::jsonb OR v->>'immutable' = 'true')`,
+      [stack.rawTemplateId],
+    )
+    const immutable = (rows[0].names as string[]).filter((n) => names.includes(n))
+    if (!immutable.length) return
+    const before = (await storedDefinition(stack, stack.rawTemplateId)).definition.parameters
+    const changed = immutable.filter((n) => !isDeepStrictEqual(before[n] ?? null, values[n] ?? null)).sort()
+    if (!changed.length) return
+    const issues = changed.map((n) => ({ code: 'parameter' as const, path: `parameters.${n}`, line: null, column: null, message: `parameter ${n} is immutable and may not be updated` }))
+    throw new ValidationError(`The following parameters are immutable and may not be updated: ${changed.join(', ')}`, issues)
   }
 
   /** The submission an update or preview means: PATCH semantics reuse the current template and parameters. */
@@ -161,10 +192,14 @@ export function createStackService(deps: ServiceDeps) {
     if (!stack.rawTemplateId) throw new ConflictError('the stack has no template to reuse')
     const { rows } = await pool.query('SELECT source, environment, parameters FROM raw_template WHERE id = $1', [stack.rawTemplateId])
     const cur = rows[0]
+    // Heat's clear_parameters: the stored values (request and environment `parameters`) of these go, back to their defaults.
+    const cleared = new Set(req.clearParameters ?? [])
+    const keep = (o: Record<string, unknown> | undefined) => Object.fromEntries(Object.entries(o ?? {}).filter(([k]) => !cleared.has(k)))
+    const env = cur.environment as Record<string, unknown> | null
     return {
       template: req.template ?? cur.source,
-      environment: req.environment ?? cur.environment,
-      parameters: { ...cur.parameters, ...(req.parameters ?? {}) },
+      environment: req.environment ?? (cleared.size && env?.parameters ? { ...env, parameters: keep(env.parameters as Record<string, unknown>) } : cur.environment),
+      parameters: { ...keep(cur.parameters), ...(req.parameters ?? {}) },
     }
   }
 
@@ -274,6 +309,12 @@ export function createStackService(deps: ServiceDeps) {
       const preempting = req.preempt === true && stack.status === 'IN_PROGRESS' && stack.rawTemplateId !== null
       const checked = await checkSubmission(await submissionFor(stack, req), { catalog: deps.catalog, limits: deps.limits, stackName: stack.name, stackId: stack.id, projectId: actor.projectId, fingerprints: preempting })
       await refuseExternalChanges(stack, checked.plan)
+      const parameterNames = checked.summary.parameters.map((p) => p.name)
+      const unknown = (req.clearParameters ?? []).filter((n) => !parameterNames.includes(n))
+      if (unknown.length) {
+        throw new ValidationError(`clear_parameters: ${unknown.join(', ')} ${unknown.length === 1 ? 'is not a parameter' : 'are not parameters'} of the template`, unknown.map((n) => ({ code: 'parameter' as const, path: `clear_parameters.${n}`, line: null, column: null, message: `${n} is not a parameter of the template` })))
+      }
+      await refuseImmutableChanges(stack, checked.parameterValues, parameterNames)
       const preempt = preempting ? await preemptTargets(stack, checked.plan) : undefined
       const templateId = crypto.randomUUID()
       return run(
@@ -287,7 +328,10 @@ export function createStackService(deps: ServiceDeps) {
           disableRollback: req.disableRollback,
           converge: req.converge === true,
           ...(preempt ? { preempt, expectTraversalId: stack.currentTraversalId } : {}),
-          before: (c) => insertTemplate(c, templateId, stack.id, checked.source, checked.templateText, checked.environmentJson, checked.parameters),
+          before: async (c) => {
+            await insertTemplate(c, templateId, stack.id, checked.source, checked.templateText, checked.environmentJson, checked.parameters)
+            if (req.tags) await c.query('UPDATE stack SET tags = $2 WHERE id = $1', [stack.id, req.tags])
+          },
         },
         stack,
         'UPDATE',

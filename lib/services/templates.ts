@@ -47,6 +47,8 @@ export interface CheckedSubmission {
   /** environment as stored (plain object) */
   environmentJson: Record<string, unknown>
   parameters: Record<string, unknown>
+  /** Every parameter's value as resolved (typed; hidden ones too: never sent to a client). */
+  parameterValues: Record<string, unknown>
   plan: TraversalPlan
   summary: TemplateSummary
 }
@@ -129,6 +131,8 @@ export function checkSubmissionNow(sub: Submission, ctx: CheckContext, budget: B
       templateText: JSON.stringify(t.json),
       environmentJson: environmentToJson(environment),
       parameters: sub.parameters ?? {},
+      // Known values only: one left out while validating for an editor is UNKNOWN, which cannot cross to another thread.
+      parameterValues: Object.fromEntries(Object.entries(definition.parameters).filter(([, v]) => isKnown(v))),
       plan: planFor(definition, { fingerprints: ctx.fingerprints === true }),
       summary: {
         version: t.version,
