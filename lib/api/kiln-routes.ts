@@ -135,6 +135,7 @@ export function kilnRoutes(d: ApiDeps, router: Router<Principal>, signals: Signa
     .add('POST', '/api/stacks/:stack/check', async (c) => accepted(await d.stacks.check(actorOf(c.principal), c.params.stack!)))
     .add('POST', '/api/stacks/:stack/drift', async (c) => accepted(await d.stacks.drift(actorOf(c.principal), c.params.stack!)))
     .add('GET', '/api/stacks/:stack/drift', async (c) => json({ drift: await d.reads.drift(actorOf(c.principal), c.params.stack!) }))
+    .add('GET', '/api/stacks/:stack/snapshots', async (c) => json({ snapshots: await d.reads.snapshots(actorOf(c.principal), c.params.stack!) }))
     .add('POST', '/api/stacks/:stack/resources/:resource/signal', async (c) => {
       const body = parse(SignalBody, await c.json())
       const stack = await d.reads.stackRow(actorOf(c.principal), c.params.stack!)

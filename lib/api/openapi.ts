@@ -47,6 +47,7 @@ export function openApiDocument(): Record<string, unknown> {
     { method: 'post', path: '/api/stacks/{stack}/rollback', summary: 'Roll back to the last template that completed', ok: 202 },
     { method: 'post', path: '/api/stacks/{stack}/check', summary: 'Check every resource (each type observes its object: gone or drifted fails the check)', ok: 202 },
     { method: 'post', path: '/api/stacks/{stack}/drift', summary: 'Start a drift check: every resource observed against what was stored (a traversal; the rows are not changed)', ok: 202 },
+    { method: 'get', path: '/api/stacks/{stack}/snapshots', summary: 'Snapshots its resources kept when deleted (deletion_policy: Snapshot), also of a deleted stack (by id); restore one with from_snapshot', ok: 200 },
     { method: 'get', path: '/api/stacks/{stack}/drift', summary: 'The latest drift check: per resource IN_SYNC, MODIFIED (with the changed properties), DELETED or NOT_CHECKED', ok: 200 },
     { method: 'get', path: '/api/stacks/{stack}/resources', summary: 'Resource rows with lock owner, lease and last traversal (all=1: deleted rows too)', query: ['all'], ok: 200 },
     { method: 'get', path: '/api/stacks/{stack}/events', summary: 'Events after a sequence number (resume after any gap)', query: ['after', 'limit', 'resource', 'traversal'], ok: 200 },

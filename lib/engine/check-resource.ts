@@ -509,9 +509,20 @@ class NodeRun {
         if (!type) return this.fail('DELETE', `unknown resource type ${this.row.type}`)
         // A create that never stored its result deletes by the properties it was started with.
         const state = { ...this.stored(), properties: this.row.properties ?? this.row.pendingProperties ?? {} }
+        // deletion_policy Snapshot: a copy first (a type that cannot take one was refused when the template
+        // was checked; a row stored before that rule is deleted as it always was, and the reason says so).
+        let kept = ''
+        if (this.row.deletionPolicy === 'Snapshot') {
+          if (type.snapshot) {
+            const snap = await this.act((rc) => type.snapshot!(rc, state))
+            if (!snap.ok) return snap.aborted ? this.fail('DELETE', `DELETE aborted (${snap.aborted})`, true) : this.fail('DELETE', `the snapshot failed, so nothing was deleted: ${message(snap.error)}`)
+            kept = snap.value ? `; snapshot ${snap.value.name} kept` : '; nothing left to snapshot'
+          } else kept = `; ${type.name} cannot take a snapshot: deleted without one`
+        }
         const res = await this.act((rc) => type.delete(rc, state))
         if (!res.ok) return this.actionFailed('DELETE', res)
-        return this.finish({ ok: true, reason: 'state changed', set: { ...deleted, statusReason: 'state changed' }, resourceEvent: true, deleted: true }, 'deleted')
+        const reason = `state changed${kept}`
+        return this.finish({ ok: true, reason, set: { ...deleted, statusReason: reason }, resourceEvent: true, deleted: true }, 'deleted')
       }
     }
   }

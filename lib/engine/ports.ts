@@ -159,7 +159,7 @@ export interface StoredTraversal {
  * (ResourceContext.objects, lib/resources/types.ts, where the rules are).
  */
 export interface OutsideObjectStore {
-  claim(owner: OutsideOwner, refs: OutsideRef[], opts?: { sizeBytes?: number; quotaBytes?: number }): Promise<ClaimOutcome>
+  claim(owner: OutsideOwner, refs: OutsideRef[], opts?: { sizeBytes?: number; quotaBytes?: number; snapshotOf?: string }): Promise<ClaimOutcome>
   find(refs: OutsideRef[]): Promise<(OutsideRecord | null)[]>
   settle(owner: OutsideOwner, refs: OutsideRef[], sizeBytes?: number): Promise<void>
   startDelete(owner: OutsideOwner, refs: OutsideRef[]): Promise<OutsideRef[]>

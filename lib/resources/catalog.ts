@@ -18,7 +18,7 @@ function containsUnknown(v: unknown): boolean {
 
 export function catalogData(types: ResourceType[]): CatalogData {
   return Object.fromEntries(
-    types.map((t) => [t.name, { properties: t.properties as Record<string, unknown>, attributes: t.acceptsAnyAttribute ? null : Object.keys(t.attributes), acceptsAnyProperties: t.acceptsAnyProperties === true, adopts: t.adopt !== undefined }]),
+    types.map((t) => [t.name, { properties: t.properties as Record<string, unknown>, attributes: t.acceptsAnyAttribute ? null : Object.keys(t.attributes), acceptsAnyProperties: t.acceptsAnyProperties === true, adopts: t.adopt !== undefined, snapshots: t.snapshot !== undefined }]),
   )
 }
 
@@ -34,6 +34,7 @@ export function catalogFromData(data: CatalogData): TypeCatalog {
     },
     attributes: (name) => get(name)?.attributes ?? undefined,
     adopts: (name) => get(name)?.adopts === true,
+    snapshots: (name) => get(name)?.snapshots === true,
   }
 }
 

@@ -138,6 +138,8 @@ export interface OutsideOwner {
 export interface OutsideRecord extends OutsideRef, OutsideOwner {
   state: 'creating' | 'present' | 'deleting'
   sizeBytes: number
+  /** A snapshot (deletion_policy: Snapshot): the key of the object it is a copy of. */
+  snapshotOf: string | null
 }
 
 export type ClaimOutcome =
@@ -174,8 +176,10 @@ export interface OutsideObjects {
    * Record that this row is making (or changing) these objects, before it acts.
    * `sizeBytes`/`quotaBytes` (one file): the size the file will have, and the
    * project's quota, checked against the sum of its recorded files.
+   * `snapshotOf`: these objects are a snapshot of that one (deletion_policy:
+   * Snapshot); the records outlive the row, listed on its stack.
    */
-  claim(refs: OutsideRef[], opts?: { sizeBytes?: number; quotaBytes?: number }): Promise<ClaimOutcome>
+  claim(refs: OutsideRef[], opts?: { sizeBytes?: number; quotaBytes?: number; snapshotOf?: string }): Promise<ClaimOutcome>
   /** The action finished: the objects exist (a file: `sizeBytes` is its size now). */
   settle(refs: OutsideRef[], sizeBytes?: number): Promise<void>
   /**
@@ -368,6 +372,15 @@ export interface ResourceType {
    * refused for the type when the template is checked.
    */
   adopt?(ctx: ResourceContext, externalId: string, opts: { dryRun: boolean }): Promise<Adopted>
+  /**
+   * Keep a copy of the object before it is deleted (deletion_policy:
+   * Snapshot): the engine calls it, then `delete`. The copy is recorded
+   * through `ctx.objects.claim(refs, { snapshotOf })` before it is made, and
+   * outlives the row. Answers the snapshot's name, or null when there was
+   * nothing left to copy. Idempotent, as every action: a retry finds the copy
+   * it made. Without it, deletion_policy Snapshot is refused for the type.
+   */
+  snapshot?(ctx: ResourceContext, state: ResourceState): Promise<{ name: string } | null>
 }
 
 /** Thrown by `update` to ask the engine to replace the resource (Heat's UpdateReplace). */

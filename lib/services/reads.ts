@@ -351,6 +351,20 @@ export function createReadService(pool: pg.Pool, registry: Registry) {
       }))
     },
 
+    /**
+     * The snapshots the stack's resources kept when they were deleted (deletion_policy: Snapshot), also once
+     * the stack is deleted (by its id): each restorable into a new database of the project (from_snapshot).
+     */
+    async snapshots(actor: Actor, ref: string) {
+      const s = await stackRow(actor, ref)
+      const { rows } = await pool.query(
+        `SELECT key, snapshot_of, resource_name, state, created_at FROM outside_object
+          WHERE stack_id = $1 AND project_id = $2 AND kind = 'pg_database' AND snapshot_of IS NOT NULL ORDER BY created_at, key`,
+        [s.id, actor.projectId],
+      )
+      return rows.map((r) => ({ name: String(r.key), of: String(r.snapshot_of), resource: String(r.resource_name), state: String(r.state), takenAt: iso(r.created_at)! }))
+    },
+
     /** The latest drift check of the stack (`GET /api/stacks/{stack}/drift`). */
     async drift(actor: Actor, ref: string) {
       const s = await stackRow(actor, ref)

@@ -95,6 +95,9 @@ export function buildDefinition(t: ParsedTemplate, opts: BuildOptions = {}): Sta
         if (r.externalId !== undefined && opts.types.adopts && !opts.types.adopts(type)) {
           issues.add('structure', [...base, 'external_id'], `${type} cannot adopt an existing object: it has nothing outside Kiln to adopt (external_id)`)
         }
+        if (deletionPolicy === 'Snapshot' && opts.types.snapshots && !opts.types.snapshots(type)) {
+          issues.add('structure', [...base, 'deletion_policy'], `${type} cannot take a snapshot: deletion_policy Snapshot is refused for it (use Delete or Retain)`)
+        }
       }
       // No built-in type has an update policy (Heat's are for groups and servers): one given would be ignored.
       if (r.updatePolicy && Object.keys(r.updatePolicy).length) {

@@ -134,12 +134,14 @@ export interface TypeCatalog {
   attributes(typeName: string): string[] | undefined
   /** Whether the type can adopt an existing object (a resource's `external_id`). */
   adopts?(typeName: string): boolean
+  /** Whether the type can keep a snapshot of its object when it is deleted (deletion_policy: Snapshot). */
+  snapshots?(typeName: string): boolean
   /** The same catalog as plain data, from which an evaluation thread rebuilds it (lib/resources/catalog.ts). */
   readonly data: CatalogData
 }
 
 /** Per type: its property schemas (lib/resources PropertySchema), declared attributes (null: any) and whether it takes any property. */
-export type CatalogData = Record<string, { properties: Record<string, unknown>; attributes: string[] | null; acceptsAnyProperties: boolean; adopts?: boolean }>
+export type CatalogData = Record<string, { properties: Record<string, unknown>; attributes: string[] | null; acceptsAnyProperties: boolean; adopts?: boolean; snapshots?: boolean }>
 
 export interface BuildOptions {
   /** The evaluation's budget (default: a new one with the default limits). */

@@ -8,7 +8,6 @@
  * API and Heat's) brings them back; one without leaves them.
  */
 import { execFile } from 'node:child_process'
-import crypto from 'node:crypto'
 import fs from 'node:fs'
 import path from 'node:path'
 import pg from 'pg'
@@ -18,6 +17,7 @@ import { renderDrift, type DriftReport } from '../../lib/cli/drift'
 import { startApiServer, type ApiServer } from '../helpers/api-server'
 import { TestCluster } from '../helpers/cluster'
 import { testDatabase, type TestDatabase } from '../helpers/db'
+import { serverNames } from '../helpers/target-cleanup'
 
 let db: TestDatabase
 let c: TestCluster
@@ -34,13 +34,15 @@ beforeAll(async () => {
 }, 120_000)
 
 afterAll(async () => {
+  if (admin) await names.drop(admin)
   await admin?.end()
   await api?.close()
   await c?.stop()
   await db?.drop()
 })
 
-const dbName = `kiln_drift_${crypto.randomBytes(4).toString('hex')}`
+const names = serverNames('kiln_drift')
+const dbName = names.fresh()
 const template = {
   heat_template_version: '2018-08-31',
   parameters: { secret: { type: 'string', hidden: true, default: 'hush-hush-123' } },

@@ -18,6 +18,7 @@ import { childEnv } from '../../lib/env'
 import { startApiServer, type ApiServer } from '../helpers/api-server'
 import { TestCluster } from '../helpers/cluster'
 import { testDatabase, type TestDatabase } from '../helpers/db'
+import { serverNames } from '../helpers/target-cleanup'
 
 let db: TestDatabase
 let c: TestCluster
@@ -33,13 +34,15 @@ beforeAll(async () => {
 }, 120_000)
 
 afterAll(async () => {
+  if (admin) await names.drop(admin)
   await admin?.end()
   await api?.close()
   await c?.stop()
   await db?.drop()
 })
 
-const fresh = () => `kiln_imp_${crypto.randomBytes(4).toString('hex')}`
+const names = serverNames('kiln_imp')
+const fresh = () => names.fresh()
 const V = '2018-08-31'
 const dbTemplate = (props: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({ heat_template_version: V, resources: { db: { type: 'Kiln::Postgres::Database', properties: props, ...extra } } })
 

@@ -24,6 +24,7 @@ function toRecord(r: Raw): OutsideRecord {
     resourceUuid: String(r.resource_uuid),
     state: r.state as OutsideRecord['state'],
     sizeBytes: Number(r.size_bytes),
+    snapshotOf: (r.snapshot_of as string | null) ?? null,
   }
 }
 
@@ -42,13 +43,13 @@ class Refusal<T extends { outcome: string } = ClaimOutcome> extends Error {
   }
 }
 
-async function claimOne(c: Queryable, owner: OutsideOwner, ref: OutsideRef, sizeBytes: number): Promise<OutsideRecord | null> {
+async function claimOne(c: Queryable, owner: OutsideOwner, ref: OutsideRef, sizeBytes: number, snapshotOf: string | null = null): Promise<OutsideRecord | null> {
   // Insert, or else lock what is there; a record deleted between the two is inserted on the next turn.
   for (;;) {
     const inserted = await c.query(
-      `INSERT INTO outside_object (kind, scope, key, project_id, stack_id, resource_name, resource_uuid, state, size_bytes)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, 'creating', $8) ON CONFLICT (kind, scope, key) DO NOTHING RETURNING id`,
-      [ref.kind, ref.scope, ref.key, owner.projectId, owner.stackId, owner.resourceName, owner.resourceUuid, sizeBytes],
+      `INSERT INTO outside_object (kind, scope, key, project_id, stack_id, resource_name, resource_uuid, state, size_bytes, snapshot_of)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, 'creating', $8, $9) ON CONFLICT (kind, scope, key) DO NOTHING RETURNING id`,
+      [ref.kind, ref.scope, ref.key, owner.projectId, owner.stackId, owner.resourceName, owner.resourceUuid, sizeBytes, snapshotOf],
     )
     if (inserted.rowCount) return null
     const { rows } = await c.query(
@@ -70,7 +71,7 @@ async function claimOne(c: Queryable, owner: OutsideOwner, ref: OutsideRef, size
   }
 }
 
-export async function claimOutside(pool: pg.Pool, owner: OutsideOwner, refs: OutsideRef[], opts: { sizeBytes?: number; quotaBytes?: number } = {}): Promise<ClaimOutcome> {
+export async function claimOutside(pool: pg.Pool, owner: OutsideOwner, refs: OutsideRef[], opts: { sizeBytes?: number; quotaBytes?: number; snapshotOf?: string } = {}): Promise<ClaimOutcome> {
   const size = opts.sizeBytes ?? 0
   try {
     return await withTransaction(pool, async (c) => {
@@ -82,7 +83,7 @@ export async function claimOutside(pool: pg.Pool, owner: OutsideOwner, refs: Out
       const [kinds, scopes, keys] = columns(refs)
       for (let i = 0; i < kinds.length; i++) {
         const ref = refs.find((r) => r.kind === kinds[i] && r.scope === scopes[i] && r.key === keys[i])!
-        previous.set(ref, await claimOne(c, owner, ref, size))
+        previous.set(ref, await claimOne(c, owner, ref, size, opts.snapshotOf ?? null))
       }
       if (quota !== undefined && scope !== undefined) {
         const { rows } = await c.query(

@@ -104,13 +104,91 @@ async function withClient<T>(ctx: ResourceContext, name: string, fn: (c: pg.Clie
  * they are over, so what follows sees the server as it will stay.
  */
 async function endLeftovers(c: pg.Client, name: string): Promise<void> {
-  // PostgreSQL 14+ waits for the backend to exit (up to 10 s); older ones only signal it.
-  const terminate = (await serverVersion(c)) >= 140000 ? 'pg_terminate_backend(pid, 10000)' : 'pg_terminate_backend(pid)'
   const { rows } = await c.query<{ gone: boolean }>(
-    `SELECT ${terminate} AS gone FROM pg_stat_activity WHERE application_name = $1 AND usename = current_user AND pid <> pg_backend_pid()`,
+    `SELECT ${await terminator(c)} AS gone FROM pg_stat_activity WHERE application_name = $1 AND usename = current_user AND pid <> pg_backend_pid()`,
     [tagFor(name)],
   )
   if (rows.some((r) => !r.gone)) throw new ResourceActionError(`an earlier attempt on database ${name} is still running on the server; try again`)
+}
+
+/** PostgreSQL 14+ waits for the backend to exit (up to 10 s); older ones only signal it. */
+async function terminator(c: pg.Client): Promise<string> {
+  return (await serverVersion(c)) >= 140000 ? 'pg_terminate_backend(pid, 10000)' : 'pg_terminate_backend(pid)'
+}
+
+/** A session in database `db` of the target server (as Kiln's user), tagged as acting on `name`. */
+async function inDatabase<T>(ctx: ResourceContext, db: string, name: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
+  const u = new URL(targetUrl(ctx))
+  u.pathname = `/${db}`
+  ctx.signal.throwIfAborted()
+  const client = new pg.Client({ connectionString: u.toString(), connectionTimeoutMillis: 10_000, application_name: tagFor(name) })
+  const onAbort = () => void client.end().catch(() => {})
+  ctx.signal.addEventListener('abort', onAbort, { once: true })
+  try {
+    await client.connect()
+    return await fn(client)
+  } finally {
+    ctx.signal.removeEventListener('abort', onAbort)
+    await client.end().catch(() => {})
+  }
+}
+
+/** A snapshot's name: stable per row (a retried delete finds the copy it made), at most 63 bytes. */
+export function snapshotName(name: string, resourceUuid: string): string {
+  return `${name.slice(0, 40)}_snap_${resourceUuid.replace(/-/g, '').slice(0, 12)}`
+}
+
+/**
+ * deletion_policy Snapshot: before the database is dropped, a copy on the
+ * same server, `CREATE DATABASE <snapshot> TEMPLATE <database>`, owned by a
+ * role of its own that cannot log in (no tenant reaches it), and recorded as
+ * a snapshot (outside_object.snapshot_of) that outlives the row and is listed
+ * on its stack. The embedded server is PostgreSQL 18 and ships no pg_dump,
+ * and the machine's older pg_dump refuses a newer server: a template copy
+ * needs no tool, works offline, and restores with one statement
+ * (from_snapshot). The copy's objects are handed from the tenant's role,
+ * which the delete then drops, to the snapshot's.
+ */
+async function snapshot(ctx: ResourceContext, state: ResourceState): Promise<{ name: string } | null> {
+  const name = storedName(ctx, state)
+  const snap = snapshotName(name, ctx.resourceUuid)
+  const snapRefs = refs(ctx, snap)
+  return withClient(ctx, name, async (c) => {
+    await endLeftovers(c, name)
+    const [records, here, source] = [await ctx.objects.find(snapRefs), await present(c, snap), await present(c, name)]
+    if (records.every((r) => r === null) && (here.database || here.role)) throw new ResourceActionError(`${snap} already exists on the server and was not created by Kiln: no snapshot of ${name} was taken`)
+    if (!source.database && !here.database) return null // nothing left to copy
+    const claim = await ctx.objects.claim(snapRefs, { snapshotOf: name })
+    if (claim.outcome !== 'claimed') throw new ResourceActionError(`the snapshot ${snap} could not be recorded (${claim.outcome})`)
+    if (!here.role) await c.query(`CREATE ROLE ${ident(snap)} NOLOGIN NOINHERIT`)
+    if (!here.database) {
+      // A template copy needs the source to have no other session: the tenant's are ended, and no new one may start.
+      await c.query(`ALTER DATABASE ${ident(name)} WITH ALLOW_CONNECTIONS false`)
+      await c.query(`SELECT ${await terminator(c)} FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()`, [name])
+      await c.query(`CREATE DATABASE ${ident(snap)} TEMPLATE ${ident(name)} OWNER ${ident(snap)}`)
+      await c.query(`REVOKE ALL ON DATABASE ${ident(snap)} FROM PUBLIC`)
+    }
+    if (source.role) await inDatabase(ctx, snap, name, (d) => d.query(`REASSIGN OWNED BY ${ident(name)} TO ${ident(snap)}; DROP OWNED BY ${ident(name)}`))
+    await ctx.objects.settle(snapRefs)
+    return { name: snap }
+  })
+}
+
+/**
+ * A new database made from a snapshot of the same project (from_snapshot):
+ * a template copy of it, whose objects are then the new role's. The
+ * snapshot stays as it was (its owner is given back in the same transaction).
+ */
+async function restoreInto(ctx: ResourceContext, c: pg.Client, name: string, from: string, dbLimit: number): Promise<void> {
+  await c.query(`CREATE DATABASE ${ident(name)} TEMPLATE ${ident(from)} OWNER ${ident(name)} CONNECTION LIMIT ${dbLimit}`)
+  await inDatabase(ctx, name, name, (d) => d.query(`BEGIN; REASSIGN OWNED BY ${ident(from)} TO ${ident(name)}; ALTER DATABASE ${ident(from)} OWNER TO ${ident(from)}; COMMIT`))
+}
+
+/** The snapshot `from` names, if it is one of this project's that is there. */
+async function snapshotToRestore(ctx: ResourceContext, c: pg.Client, from: string): Promise<void> {
+  const [record] = await ctx.objects.find([{ kind: 'pg_database', scope: serverOf(targetUrl(ctx)), key: from }])
+  if (!record || record.snapshotOf === null || record.projectId !== ctx.projectId) throw new ResourceActionError(`from_snapshot: ${from} is not a snapshot of this project`)
+  if (record.state !== 'present' || !(await present(c, from)).database) throw new ResourceActionError(`from_snapshot: the snapshot ${from} is not there any more`)
 }
 
 async function serverVersion(c: pg.Client): Promise<number> {
@@ -169,14 +247,22 @@ async function ensure(ctx: ResourceContext, props: Record<string, unknown>, prev
     await endLeftovers(c, name)
     // From here on, whatever exists of that name is this resource's (a record says so).
     const found = await present(c, name)
+    const from = typeof props.from_snapshot === 'string' ? props.from_snapshot : undefined
+    if (from && !found.database) await snapshotToRestore(ctx, c, from)
+    // Taken over from the row a replacement replaces: it exists, and was not made from the snapshot.
+    if (from && found.database && !prev && ctx.replacesUuid) {
+      throw new ResourceActionError(`from_snapshot: database ${name} exists already (this resource's, before the replacement); restore the snapshot into a database of another name`)
+    }
     await ensureGroup(c)
     const attrs = `LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT NOREPLICATION NOBYPASSRLS CONNECTION LIMIT ${roleLimit} PASSWORD ${literal(verifier)}`
     await c.query(`${found.role ? 'ALTER' : 'CREATE'} ROLE ${ident(name)} WITH ${attrs}`)
     // PostgreSQL 16+ can say so per membership: the role neither inherits the group's privileges nor may SET ROLE to it.
     const options = (await serverVersion(c)) >= 160000 ? ' WITH INHERIT FALSE, SET FALSE' : ''
     await c.query(`GRANT ${ident(TENANT_GROUP)} TO ${ident(name)}${options}`)
-    if (!found.database) await c.query(`CREATE DATABASE ${ident(name)} OWNER ${ident(name)} CONNECTION LIMIT ${dbLimit}`)
-    else await c.query(`ALTER DATABASE ${ident(name)} WITH CONNECTION LIMIT ${dbLimit}`)
+    if (!found.database && from) await restoreInto(ctx, c, name, from, dbLimit)
+    else if (!found.database) await c.query(`CREATE DATABASE ${ident(name)} OWNER ${ident(name)} CONNECTION LIMIT ${dbLimit}`)
+    // (Connections are allowed again if a snapshot that failed half-way left them off.)
+    else await c.query(`ALTER DATABASE ${ident(name)} WITH CONNECTION LIMIT ${dbLimit} ALLOW_CONNECTIONS true`)
     // CREATE DATABASE grants CONNECT and TEMPORARY to PUBLIC, whatever the template says; the owner keeps its own.
     await c.query(`REVOKE ALL ON DATABASE ${ident(name)} FROM PUBLIC`)
     await ctx.objects.settle(objects)
@@ -198,8 +284,8 @@ const storedName = (ctx: ResourceContext, state: ResourceState) => state.physica
 async function observe(ctx: ResourceContext, state: ResourceState): Promise<Observation> {
   const name = storedName(ctx, state)
   return withClient(ctx, name, async (c) => {
-    const { rows } = await c.query<{ limit: number; owner: string; role: boolean; public_connect: boolean }>(
-      `SELECT d.datconnlimit AS limit, pg_get_userbyid(d.datdba) AS owner,
+    const { rows } = await c.query<{ limit: number; owner: string; role: boolean; public_connect: boolean; allowed: boolean }>(
+      `SELECT d.datconnlimit AS limit, pg_get_userbyid(d.datdba) AS owner, d.datallowconn AS allowed,
               EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1) AS role,
               has_database_privilege('public', d.oid, 'CONNECT') AS public_connect
          FROM pg_database d WHERE d.datname = $1`,
@@ -211,6 +297,7 @@ async function observe(ctx: ResourceContext, state: ResourceState): Promise<Obse
     if (!db.role) problems.push(`the login role ${name} is missing`)
     else if (db.owner !== name) problems.push(`the database is owned by ${db.owner}, not by its role ${name}`)
     if (db.public_connect) problems.push('PUBLIC may connect to the database')
+    if (!db.allowed) problems.push('the database takes no connections (ALLOW_CONNECTIONS is off)')
     return {
       state: 'exists',
       // `name` only when the row stores it (it has no default: the derived name is not a property).
@@ -234,6 +321,8 @@ async function adopt(ctx: ResourceContext, externalId: string, opts: { dryRun: b
   if (!/^[a-z_][a-z0-9_]{0,62}$/.test(name)) throw new ResourceActionError(`external_id ${JSON.stringify(name)}: not a database name Kiln makes (lower-case letters, digits and _, at most 63)`)
   const seen = await observe(ctx, { physicalId: name, properties: { name }, attributes: {}, data: {} })
   if (seen.state === 'gone') throw new ResourceActionError(`external_id ${name}: there is no database of that name on the server`)
+  const [record] = await ctx.objects.find([refs(ctx, name)[0]!])
+  if (record?.snapshotOf) throw new ResourceActionError(`external_id ${name}: it is a snapshot of ${record.snapshotOf}; restore it into a new database with from_snapshot`)
   const out = await ctx.objects.adopt(refs(ctx, name), { unrecorded: false, dryRun: opts.dryRun })
   switch (out.outcome) {
     case 'unrecorded':
@@ -254,6 +343,11 @@ export const postgresDatabaseResource: ResourceType = {
       type: 'string',
       description: 'Database (and role) name; default derived from the stack and resource names. A change replaces the database.',
       constraints: [{ allowed_pattern: '[a-z_][a-z0-9_]*', description: 'lower-case letters, digits and _' }, { length: { max: 63 } }],
+    },
+    from_snapshot: {
+      type: 'string',
+      description: 'Make the database as a copy of this snapshot (one deletion_policy: Snapshot kept, of this project; listed by GET /api/stacks/{stack}/snapshots). A change replaces the database.',
+      constraints: [{ allowed_pattern: '[a-z_][a-z0-9_]*', description: 'a snapshot name' }, { length: { max: 63 } }],
     },
     connection_limit: {
       type: 'integer',
@@ -290,4 +384,5 @@ export const postgresDatabaseResource: ResourceType = {
   // keeping the password and the data (a replacement would set a new password on it).
   needsReplaceFailed: () => null,
   adopt,
+  snapshot,
 }
