@@ -61,6 +61,9 @@ export function heatRoutes(d: ApiDeps, router: Router<Principal>, signals: Signa
 
   const submission = (b: Record<string, unknown>) => {
     const template = b.template ?? (typeof b.template_url === 'string' ? fail('template_url is not supported: send the template itself') : undefined)
+    // Inputs Kiln cannot honour are refused, never ignored.
+    if (b.files_container !== undefined && b.files_container !== null) fail('files_container is not supported: Kiln has no Swift to read files from; send the template and environment themselves')
+    if (b.adopt_stack_data !== undefined && b.adopt_stack_data !== null) fail("adopt_stack_data (Heat's stack adopt) is not supported: give the resources to adopt an external_id and import them (POST /api/import)")
     const environment = (b.environment ?? undefined) as Record<string, unknown> | string | undefined
     const files = b.files as Record<string, unknown> | undefined
     if (files && Object.keys(files).length && environment && typeof environment === 'object' && environment.resource_registry) {

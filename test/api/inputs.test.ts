@@ -4,8 +4,9 @@
  *   honoured: deletion_policy given as a function, a resource's description,
  *     immutable parameters, clear_parameters (PATCH), tags on update;
  *   refused: event_sinks, parameter_merge_strategies, encrypted_param_names
- *     (when not empty), update_policy, clear_parameters on an update that
- *     reuses no stored parameters.
+ *     (when not empty), update_policy, custom_constraint, files_container,
+ *     adopt_stack_data, clear_parameters on an update that reuses no stored
+ *     parameters.
  */
 import fs from 'node:fs'
 import path from 'node:path'
@@ -62,6 +63,20 @@ describe('refused, naming the input', () => {
     const with_ = (update_policy: unknown) => ({ heat_template_version: V, resources: { t: { type: 'OS::Heat::TestResource', update_policy } } })
     expect(await refused('POST', '/api/stacks', { name: name(), template: with_({ rolling_update: { max_batch_size: 1 } }) })).toEqual(['resources.t.update_policy'])
     await create({ template: with_({}) })
+  })
+
+  test("a parameter's custom_constraint (Heat's look values up in OpenStack services)", async () => {
+    const template = { heat_template_version: V, parameters: { flavor: { type: 'string', default: 'm1.small', constraints: [{ custom_constraint: 'nova.flavor' }] } }, resources: {} }
+    expect(await refused('POST', '/api/stacks', { name: name(), template })).toEqual(['parameters.flavor.constraints[0].custom_constraint'])
+  })
+
+  test("Heat's files_container and adopt_stack_data", async () => {
+    const template = { heat_template_version: V, resources: {} }
+    for (const [key, value] of [['files_container', 'c'], ['adopt_stack_data', '{}']] as const) {
+      const r = await api.call('POST', `/v1/${api.a.projectId}/stacks`, { body: { stack_name: name(), template, [key]: value } })
+      expect(r.status, r.text).toBe(400)
+      expect(r.text).toContain(`${key}`)
+    }
   })
 
   test('deletion_policy given as a function that does not give one, or that depends on a resource', async () => {
