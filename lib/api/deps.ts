@@ -6,6 +6,7 @@ import type { Registry } from '../resources/registry'
 import type { AccountService, Principal } from '../services/accounts'
 import type { PlanService } from '../services/plans'
 import type { ReadService } from '../services/reads'
+import type { ImportService } from '../services/imports'
 import type { StackService } from '../services/stacks'
 import type { Actor } from '../services/stacks'
 import type { Limits } from '../services/templates'
@@ -14,6 +15,8 @@ export interface ApiDeps {
   db: Db
   stacks: StackService
   plans: PlanService
+  /** Adopting existing objects into a stack (external_id), and its preview. */
+  imports: ImportService
   reads: ReadService
   accounts: AccountService
   registry: Registry

@@ -14,7 +14,7 @@ import { boolParam, HttpError, intParam, json, parse, Router, sessionCookie, too
 import { openApiDocument } from './openapi'
 import { webMetrics } from '../services/metrics'
 import { signalFrom, type SignalService } from '../services/signals'
-import { CancelBody, CreateBody, SignalBody, LoginBody, PreviewBody, ProjectBody, TokenBody, UpdateBody, ValidateBody } from './schemas'
+import { CancelBody, CreateBody, ImportBody, SignalBody, LoginBody, PreviewBody, ProjectBody, TokenBody, UPDATE_ONLY_FIELDS, UpdateBody, ValidateBody } from './schemas'
 import { expectedFrom, stackEtag } from './versioning'
 import { currentVersion, diffNamed, traversalVersion } from '../services/versions'
 
@@ -130,21 +130,23 @@ export function kilnRoutes(d: ApiDeps, router: Router<Principal>, signals: Signa
     .add('PUT', '/api/stacks/:stack', async (c) => {
       const { expect, force, ...b } = parse(UpdateBody, await c.json())
       if (!b.template && !b.existing) throw new ValidationError('give a template, or existing: true to reuse the current one (or use PATCH)')
+      if (b.clearParameters && !b.existing) throw refused('clearParameters', 'it clears stored parameter values, which only an update that reuses them has (PATCH without a template, or existing: true)')
       return accepted(await d.stacks.update(actorOf(c.principal), c.params.stack!, b, guardOf(c.req, { expect, force })))
     })
     .add('PATCH', '/api/stacks/:stack', async (c) => {
       const { expect, force, ...b } = parse(UpdateBody, await c.json())
+      if (b.clearParameters && b.template !== undefined && !b.existing) throw refused('clearParameters', 'it clears stored parameter values, which an update with a new template does not reuse')
       return accepted(await d.stacks.update(actorOf(c.principal), c.params.stack!, { ...b, existing: b.template === undefined }, guardOf(c.req, { expect, force })))
     })
     .add('DELETE', '/api/stacks/:stack', async (c) => accepted(await d.stacks.delete(actorOf(c.principal), c.params.stack!)))
     .add('POST', '/api/stacks/:stack/preview', async (c) => {
-      const b = parse(PreviewBody, await c.json())
+      const b = previewBody(await c.json())
       return json(await d.stacks.preview(actorOf(c.principal), c.params.stack!, { ...b, existing: b.existing ?? b.template === undefined }))
     })
 
     // ---- saved plans ----
     .add('POST', '/api/stacks/:stack/plans', async (c) => {
-      const b = parse(PreviewBody, await c.json())
+      const b = previewBody(await c.json())
       return json({ plan: await d.plans.create(actorOf(c.principal), c.params.stack!, { ...b, existing: b.existing ?? b.template === undefined }) }, 201)
     })
     .add('GET', '/api/stacks/:stack/plans', async (c) => json({ plans: await d.plans.list(actorOf(c.principal), c.params.stack!) }))
@@ -158,9 +160,19 @@ export function kilnRoutes(d: ApiDeps, router: Router<Principal>, signals: Signa
       return accepted(await d.plans.apply(actorOf(c.principal), c.params.stack!, c.params.plan!))
     })
     .add('GET', '/api/plans/:plan', async (c) => json({ plan: await d.plans.byId(actorOf(c.principal), c.params.plan!) }))
+
+    // ---- import: adopt existing objects (external_id) into a new or existing stack ----
+    .add('POST', '/api/import/preview', async (c) => json(await d.imports.preview(actorOf(c.principal), parse(ImportBody, await c.json()))))
+    .add('POST', '/api/import', async (c) => {
+      const res = await d.imports.run(actorOf(c.principal), parse(ImportBody, await c.json()))
+      return json({ stack: res.stack, action: res.action, traversalId: res.traversalId, superseded: res.superseded, created: res.created }, res.created ? 201 : 202)
+    })
     .add('POST', '/api/stacks/:stack/cancel', async (c) => accepted(await d.stacks.cancel(actorOf(c.principal), c.params.stack!, parse(CancelBody, await c.json()))))
     .add('POST', '/api/stacks/:stack/rollback', async (c) => accepted(await d.stacks.rollback(actorOf(c.principal), c.params.stack!)))
     .add('POST', '/api/stacks/:stack/check', async (c) => accepted(await d.stacks.check(actorOf(c.principal), c.params.stack!)))
+    .add('POST', '/api/stacks/:stack/drift', async (c) => accepted(await d.stacks.drift(actorOf(c.principal), c.params.stack!)))
+    .add('GET', '/api/stacks/:stack/drift', async (c) => json({ drift: await d.reads.drift(actorOf(c.principal), c.params.stack!) }))
+    .add('GET', '/api/stacks/:stack/snapshots', async (c) => json({ snapshots: await d.reads.snapshots(actorOf(c.principal), c.params.stack!) }))
     .add('POST', '/api/stacks/:stack/resources/:resource/signal', async (c) => {
       const stack = await d.reads.stackRow(actorOf(c.principal), c.params.stack!)
       const body = parse(SignalBody, await c.json())
@@ -234,6 +246,26 @@ const MAX_WORKER_IDS = 100
 function rowId(v: string): number {
   if (!/^\d{1,10}$/.test(v) || Number(v) > 2 ** 31 - 1) throw new HttpError(404, 'not_found', `resource row ${v} not found`)
   return Number(v)
+}
+
+/** A body field that is valid but not honoured where it was sent: a 400 naming it, never silently ignored. */
+export function refused(field: string, message: string): ValidationError {
+  return new ValidationError(`body.${field}: ${message}`, [{ code: 'structure', path: `body.${field}`, line: null, column: null, message }])
+}
+
+/** Why a preview or a plan refuses a field only an update honours. */
+const UPDATE_ONLY_REASONS: Record<(typeof UPDATE_ONLY_FIELDS)[number], string> = {
+  converge: 'a preview does not observe resources; run a drift check (POST /api/stacks/{stack}/drift) to see what converge would bring back',
+  preempt: 'a preview stops nothing; send preempt with the update itself',
+  tags: 'a preview changes no tags; send them with the update itself',
+}
+
+/** A preview's or a plan's body: the update-only fields are refused by name, with the reason, before the strict parse. */
+function previewBody(raw: unknown) {
+  if (raw && typeof raw === 'object') {
+    for (const f of UPDATE_ONLY_FIELDS) if (f in raw) throw refused(f, UPDATE_ONLY_REASONS[f])
+  }
+  return parse(PreviewBody, raw)
 }
 
 function uuid(v: string, what: string): string {

@@ -1,7 +1,7 @@
 /**
  * `kiln`: the command-line client of Kiln's REST API.
  *
- *   kiln stack create|update|preview|plan|apply|plans|discard-plan|diff|cancel|delete|list|show|output|events|watch|export-graph
+ *   kiln stack create|update|preview|plan|apply|plans|discard-plan|diff|import|cancel|delete|list|show|output|drift|events|watch|export-graph
  *   kiln template validate
  *
  * URL and token come from --url/--token or KILN_URL/KILN_TOKEN. `--wait` and
@@ -15,6 +15,9 @@ import { ApiError, KilnClient } from './client'
 import type { PlanView } from '../services/plans'
 import type { VersionDiff } from '../services/versions'
 import { renderPreview, renderVersionDiff } from './plan-render'
+import { renderDrift, type DriftReport } from './drift'
+import type { ImportItem, ImportPreview } from '../services/imports'
+
 import { table } from './render'
 import { jsonSafe, terminalSafe } from './terminal-safe'
 import { eventHead, watchStack } from './watch'
@@ -167,6 +170,9 @@ stack
   .option('--existing', 'reuse the current template; only change parameters', false)
   .option('--expect <version>', 'the traversal or template id this update was written against (default: the template the stack has when read here)')
   .option('--force', 'start the update even if nothing changed', false)
+  .option('--converge', 'observe every resource and bring back whatever changed outside Kiln, even where the template did not change', false)
+  .option('--preempt', 'abort the running operation’s actions on the resources whose targets this update changes, instead of waiting for them', false)
+
   .option('--wait', 'follow the operation until it ends', false)
   .action(async (ref, o) => {
     if (!o.template && !o.existing) fail('give --template <file>, or --existing to reuse the current template')
@@ -174,11 +180,46 @@ stack
     const { stack: s } = await c.get(`/api/stacks/${encodeURIComponent(ref)}`)
     const after = await eventHead(c, s.id)
     // Always written against a version: the one given, or the one just read (a running update is superseded knowingly).
-    const body = { ...submission(o), ...(o.expect ?? s.templateId ? { expect: o.expect ?? s.templateId } : {}), ...(o.force ? { force: true } : {}) }
+    const body = {
+      ...submission(o),
+      ...(o.expect ?? s.templateId ? { expect: o.expect ?? s.templateId } : {}),
+      ...(o.force ? { force: true } : {}),
+      ...(o.converge ? { converge: true } : {}),
+      ...(o.preempt ? { preempt: true } : {}),
+    }
     const res = o.existing ? await c.patch(`/api/stacks/${s.id}`, body) : await c.put(`/api/stacks/${s.id}`, body)
     if (res.noChanges) return print(res, () => `${s.name}: no changes; nothing was started (--force starts an update anyway)`)
     if (!o.wait) return print(res, () => `${s.name}: UPDATE started${res.superseded ? ` (superseded the running traversal ${res.superseded.slice(0, 8)})` : ''}`)
     await follow(c, s.id, after)
+  })
+
+stack
+  .command('import <stack>')
+  .description('adopt existing objects (resources with external_id) into a new stack, or into the stack of that name')
+  .requiredOption('-t, --template <file>', 'template whose resources carry external_id')
+  .option('-e, --environment <file>', 'environment file')
+  .option('-P, --parameter <name=value>', 'parameter value (repeatable)', collect)
+  .option('--preview', 'show what would be adopted, as it is now, and change nothing', false)
+  .option('--wait', 'follow the operation until it ends', false)
+  .action(async (name, o) => {
+    const c = client()
+    if (o.preview) {
+      const res = await c.post<ImportPreview>('/api/import/preview', { name, ...submission(o) })
+      const differences = (i: ImportItem) => (i.differences ?? []).map((d) => `${d.property}: ${JSON.stringify(d.template)} in the template, ${JSON.stringify(d.seen)} seen`).join('; ')
+      return print(res, () =>
+        [
+          table(res.items.map((i) => ({ ...i, note: i.reason ?? differences(i) })), ['name', 'type', 'externalId', 'outcome', 'note']),
+          '',
+          `${res.summary.adopt} to adopt, ${res.summary.adopted} already adopted, ${res.summary.refused} refused, ${res.summary.error} not looked at` + (res.stack.exists ? `  (into the existing stack ${res.stack.name})` : `  (a new stack ${res.stack.name})`),
+        ].join('\n'),
+      )
+    }
+    const head = await c.get(`/api/stacks?name=${encodeURIComponent(name)}&limit=500`)
+    const before = (head.stacks as { id: string; name: string }[]).find((s) => s.name === name)
+    const after = before ? await eventHead(c, before.id) : 0
+    const res = await c.post('/api/import', { name, ...submission(o) })
+    if (!o.wait) return print(res, () => `${res.stack.name} ${res.stack.id}: ${res.action} started (importing)`)
+    await follow(c, res.stack.id, after)
   })
 
 stack
@@ -271,6 +312,25 @@ stack
     const res = await c.del(`/api/stacks/${s.id}`)
     if (!o.wait) return print(res, () => `${s.name}: DELETE started`)
     await follow(c, s.id, after)
+  })
+
+stack
+  .command('drift <stack>')
+  .description('check every resource against its real object and print what changed outside Kiln, Terraform-style')
+  .option('--last', 'print the latest drift check without running a new one', false)
+  .option('--exit-code', 'exit 2 when drift is found (0 when none)', false)
+  .action(async (ref, o) => {
+    const c = client()
+    const { stack: s } = await c.get(`/api/stacks/${encodeURIComponent(ref)}`)
+    if (!o.last) {
+      const after = await eventHead(c, s.id)
+      await c.post(`/api/stacks/${s.id}/drift`, {})
+      const end = await watchStack(c, s.id, { after, json: json(), out: process.stdout, err: process.stderr })
+      if (end.status === 'FAILED') fail(`${end.action}_${end.status}: ${end.reason}`, 1)
+    }
+    const { drift } = await c.get(`/api/stacks/${s.id}/drift`)
+    print(drift, () => renderDrift(drift as DriftReport))
+    if (o.exitCode && drift.summary.modified + drift.summary.deleted > 0) process.exit(2)
   })
 
 stack

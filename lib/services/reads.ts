@@ -19,6 +19,8 @@ import type { ResolvedOutput } from '../template'
 import { BudgetExceeded } from '../template/budget'
 import type { OutputSnippet } from '../template/types'
 import { NotFoundError, ValidationError } from './errors'
+import { latestDrift, type StoredDrift } from '../db/queries/drift'
+import type { DriftState } from '../engine/drift'
 import { hiddenValues as hiddenForms, holdsSecret, MASK, redact, secretList, type Secrets } from './secrets'
 import type { Actor, StackRecord } from './stacks'
 
@@ -47,6 +49,11 @@ export interface ListQuery {
 }
 
 const iso = (d: unknown) => (d ? new Date(d as string).toISOString() : null)
+
+/** A row's drift as the resource listing shows it (null: no current finding). */
+function rowDrift(d: { state: DriftState; changes: unknown[]; problems: string[]; observedAt: string } | undefined, traversalId: string | undefined) {
+  return d && traversalId ? { state: d.state, changes: d.changes, problems: d.problems, observedAt: d.observedAt, traversalId } : null
+}
 
 function summary(r: Record<string, unknown>): StackSummary {
   return {
@@ -145,6 +152,40 @@ export function createReadService(pool: pg.Pool, registry: Registry) {
     const t = registry.get(type)
     // A large value (a file's content) is cut to what its schema shows (shownUpToBytes).
     return Object.fromEntries(Object.entries(props).map(([k, v]) => [k, t?.properties[k]?.secret ? MASK : shownValue(t?.properties[k], redact(v, secrets))]))
+  }
+
+  /** A drift finding's changes as shown: secret properties masked, hidden values redacted, long values cut. */
+  function maskChanges(type: string | null, changes: StoredDrift['results'][number]['changes'], secrets: Secrets) {
+    const shown = (v: unknown, property: string) => maskProperties(type ?? '', { [property]: v }, secrets)![property]
+    return changes.map((c) => ({ property: c.property, stored: shown(c.stored, c.property), seen: shown(c.seen, c.property) }))
+  }
+
+  /** The stack's latest drift check, as shown (masked), or null if none ran. */
+  async function driftOf(stackId: unknown, secrets: Secrets) {
+    const d = await latestDrift(pool, String(stackId))
+    if (!d) return null
+    const resources = d.results.map((r) => ({
+      name: r.resourceName,
+      resourceId: r.resourceId,
+      type: r.type,
+      physicalId: r.physicalId,
+      state: r.state as DriftState,
+      changes: maskChanges(r.type, r.changes, secrets),
+      problems: r.problems.map((p) => redact(p, secrets)),
+      observedAt: iso(r.observedAt)!,
+    }))
+    const count = (s: DriftState) => resources.filter((r) => r.state === s).length
+    return {
+      traversalId: d.traversal.id,
+      status: d.traversal.outcome ?? 'IN_PROGRESS',
+      statusReason: redact(d.traversal.outcomeReason, secrets),
+      startedBy: d.traversal.startedBy,
+      startedAt: iso(d.traversal.startedAt)!,
+      endedAt: iso(d.traversal.endedAt),
+      current: d.current,
+      summary: { inSync: count('IN_SYNC'), modified: count('MODIFIED'), deleted: count('DELETED'), notChecked: count('NOT_CHECKED') },
+      resources,
+    }
   }
 
   /**
@@ -334,6 +375,16 @@ export function createReadService(pool: pg.Pool, registry: Registry) {
     async resources(actor: Actor, ref: string, opts: { all?: boolean; id?: number } = {}) {
       const s = await stackRow(actor, ref)
       const secrets = await stackSecrets(s.id)
+      // The latest drift check's finding per row, while no later operation may have changed the rows.
+      const drift = await driftOf(s.id, secrets)
+      const driftOfRow = new Map(drift?.current ? drift.resources.map((d) => [d.resourceId, d]) : [])
+      // A resource's `description` (a key of its definition) as the stack's template gives it.
+      const { rows: [t] } = await pool.query(`SELECT template->'resources' AS resources FROM raw_template WHERE id = $1`, [s.raw_template_id])
+      const defs = (t?.resources ?? {}) as Record<string, { description?: unknown } | null>
+      const descriptionOf = (name: string) => {
+        const d = Object.hasOwn(defs, name) ? defs[name]?.description : undefined
+        return typeof d === 'string' ? redact(d, secrets) : ''
+      }
       const { rows } = await pool.query(
         `SELECT r.*, CASE WHEN w.id IS NULL THEN NULL ELSE w.hostname || ':' || w.pid END AS worker_name FROM resource r LEFT JOIN worker w ON w.id = r.engine_id
           WHERE r.stack_id = $1 ${opts.id !== undefined ? 'AND r.id = $2' : opts.all ? '' : `AND NOT (r.action = 'DELETE' AND r.status = 'COMPLETE')`} ORDER BY r.name, r.id`,
@@ -347,6 +398,7 @@ export function createReadService(pool: pg.Pool, registry: Registry) {
         action: String(r.action),
         status: String(r.status),
         statusReason: redact(String(r.status_reason), secrets),
+        description: descriptionOf(String(r.name)),
         physicalId: (r.physical_id as string | null) ?? null,
         properties: maskProperties(String(r.type), r.properties, secrets),
         attributes: maskAttributes(String(r.type), r.attributes, secrets),
@@ -357,9 +409,32 @@ export function createReadService(pool: pg.Pool, registry: Registry) {
         lock: r.engine_id ? { worker: String(r.engine_id), workerName: (r.worker_name as string | null) ?? null, traversalId: r.lock_traversal_id, leaseExpiresAt: iso(r.lease_expires_at) } : null,
         waiter: r.waiter_traversal_id ? { traversalId: String(r.waiter_traversal_id), isUpdate: Boolean(r.waiter_is_update) } : null,
         lastTraversalId: (r.last_traversal_id as string | null) ?? null,
+        drift: rowDrift(driftOfRow.get(Number(r.id)), drift?.traversalId),
         createdAt: iso(r.created_at)!,
         updatedAt: iso(r.updated_at)!,
       }))
+    },
+
+    /**
+     * The snapshots the stack's resources kept when they were deleted (deletion_policy: Snapshot), also once
+     * the stack is deleted (by its id): each restorable into a new database of the project (from_snapshot).
+     */
+    async snapshots(actor: Actor, ref: string) {
+      const s = await stackRow(actor, ref)
+      const { rows } = await pool.query(
+        `SELECT key, snapshot_of, resource_name, state, created_at FROM outside_object
+          WHERE stack_id = $1 AND project_id = $2 AND kind = 'pg_database' AND snapshot_of IS NOT NULL ORDER BY created_at, key`,
+        [s.id, actor.projectId],
+      )
+      return rows.map((r) => ({ name: String(r.key), of: String(r.snapshot_of), resource: String(r.resource_name), state: String(r.state), takenAt: iso(r.created_at)! }))
+    },
+
+    /** The latest drift check of the stack (`GET /api/stacks/{stack}/drift`). */
+    async drift(actor: Actor, ref: string) {
+      const s = await stackRow(actor, ref)
+      const d = await driftOf(s.id, await stackSecrets(s.id))
+      if (!d) throw new NotFoundError(`no drift check has run on stack ${String(s.name)}; start one with POST /api/stacks/{stack}/drift`)
+      return { stackId: String(s.id), stackName: String(s.name), ...d }
     },
 
     async events(actor: Actor, ref: string, q: { after?: number; limit: number; resource?: string; traversal?: string }) {

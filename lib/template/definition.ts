@@ -20,6 +20,7 @@ import { Budget, BudgetExceeded, DEFAULT_EVALUATION_LIMITS } from './budget'
 import { findCycles } from './cycles'
 import { aliasType, EMPTY_ENVIRONMENT } from './environment'
 import { conditionValue, Deferred, evaluateStatic, Marks, type StaticScope } from './evaluate'
+import { DELETION_POLICIES } from './parse'
 import { IssueList } from './issues'
 import { resolveParameterValues } from './parameters'
 import { formatPath, type PathPart } from './positions'
@@ -100,6 +101,8 @@ export function buildDefinition(t: ParsedTemplate, opts: BuildOptions = {}): Sta
       if (!scope.defined.has(dep)) issues.add('reference', at, `depends_on refers to "${dep}", which is not a resource of this template`)
       else if (scope.enabled.has(dep)) refs.add(dep) // a dependency on a disabled resource is dropped, as Heat does
     })
+    const deletionPolicy = keyValue(r.deletionPolicy, 'deletion_policy', base, scope, (v) => (typeof v === 'string' ? DELETION_POLICIES[v] : undefined), 'one of Delete, Retain, Snapshot') ?? 'Delete'
+    const externalId = r.externalId === undefined ? undefined : keyValue(r.externalId, 'external_id', base, scope, (v) => (typeof v === 'string' && v ? v : undefined), 'a non-empty string')
     if (r.type && opts.types) {
       if (!opts.types.has(type)) {
         issues.add('type', [...base, 'type'], `unknown resource type "${r.type}"${type !== r.type ? ` (aliased to "${type}")` : ''}`)
@@ -107,6 +110,16 @@ export function buildDefinition(t: ParsedTemplate, opts: BuildOptions = {}): Sta
         for (const p of opts.types.validateProperties(type, withUnknowns(properties, budget) as Record<string, unknown>)) {
           issues.add('property', [...base, 'properties', ...splitPath(p.path)], p.message)
         }
+        if (r.externalId !== undefined && opts.types.adopts && !opts.types.adopts(type)) {
+          issues.add('structure', [...base, 'external_id'], `${type} cannot adopt an existing object: it has nothing outside Kiln to adopt (external_id)`)
+        }
+        if (deletionPolicy === 'Snapshot' && opts.types.snapshots && !opts.types.snapshots(type)) {
+          issues.add('structure', [...base, 'deletion_policy'], `${type} cannot take a snapshot: deletion_policy Snapshot is refused for it (use Delete or Retain)`)
+        }
+      }
+      // No built-in type has an update policy (Heat's are for groups and servers): one given would be ignored.
+      if (r.updatePolicy && Object.keys(r.updatePolicy).length) {
+        issues.add('structure', [...base, 'update_policy'], `${type} has no update policy: Kiln would ignore ${Object.keys(r.updatePolicy).join(', ')}`)
       }
     }
     resources[name] = {
@@ -114,10 +127,12 @@ export function buildDefinition(t: ParsedTemplate, opts: BuildOptions = {}): Sta
       type,
       properties,
       dependsOn: [...refs].sort(),
-      deletionPolicy: r.deletionPolicy,
+      deletionPolicy,
       // Metadata that needs resource values is kept as written (Kiln does not expose it at runtime).
       metadata: local.marks.hasDeferred(metadata) ? r.metadata : metadata,
       ...(local.secrecy.learned.size ? { secretForms: [...local.secrecy.learned] } : {}),
+      ...(externalId !== undefined ? { externalId } : {}),
+      ...(r.description !== undefined ? { description: r.description } : {}),
     }
     for (const f of local.secrecy.learned) derived.add(f)
   }
@@ -162,6 +177,24 @@ export function buildDefinition(t: ParsedTemplate, opts: BuildOptions = {}): Sta
   }
 }
 
+/**
+ * A resource key that may be a function (deletion_policy, external_id: Heat
+ * resolves them when it builds the definition): evaluated now, and it must
+ * then be known (it cannot depend on another resource) and valid.
+ */
+function keyValue<T>(raw: unknown, key: string, base: PathPart[], scope: StaticScope, valid: (v: unknown) => T | undefined, what: string): T | undefined {
+  if (raw === undefined) return undefined
+  const path = [...base, key]
+  const v = atPath(path, () => evaluateStatic(raw, { ...scope, refs: new Set() }, path))
+  if (scope.marks.hasDeferred(v) || scope.marks.hasUnknown(v) || v === UNKNOWN) {
+    if (v !== UNKNOWN && !scope.marks.hasUnknown(v)) scope.issues.add('function', path, `${key} must be known when the template is checked: it cannot depend on another resource`)
+    return undefined
+  }
+  const ok = valid(v)
+  if (ok === undefined) scope.issues.add('structure', path, `${key} must be ${what} (got ${JSON.stringify(v)})`)
+  return ok
+}
+
 /** A spent budget names at least the resource or output it was spent in. */
 function atPath<T>(path: PathPart[], fn: () => T): T {
   try {
@@ -179,6 +212,14 @@ function withUnknowns(v: unknown, budget: Budget): unknown {
   if (Array.isArray(v)) return v.map((x) => withUnknowns(x, budget))
   if (typeof v === 'object' && v !== null) return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, withUnknowns(x, budget)]))
   return v
+}
+
+/** Whether a value of a definition is known now: it holds no function that waits for another resource (and no UNKNOWN). */
+export function isKnown(v: unknown): boolean {
+  if (v instanceof Deferred || v === UNKNOWN) return false
+  if (Array.isArray(v)) return v.every(isKnown)
+  if (typeof v === 'object' && v !== null) return Object.values(v).every(isKnown)
+  return true
 }
 
 /** `action_wait_secs.create` / `networks[0].port` -> path parts. */

@@ -95,11 +95,14 @@ export interface ResourceSnippet {
   type: string
   properties: Record<string, unknown>
   dependsOn: string[]
-  deletionPolicy: 'Delete' | 'Retain' | 'Snapshot'
+  /** As written: Delete, Retain or Snapshot, or a function (get_param) evaluated with the definition. */
+  deletionPolicy: unknown
   metadata: Record<string, unknown>
   condition?: unknown
   updatePolicy?: Record<string, unknown>
-  externalId?: string
+  /** As written: the id of an object to adopt, or a function (get_param) evaluated with the definition. */
+  externalId?: unknown
+  description?: string
 }
 
 export interface ParsedTemplate {
@@ -132,12 +135,16 @@ export interface TypeCatalog {
   validateProperties(typeName: string, properties: Record<string, unknown>): { path: string; message: string }[]
   /** Attribute names the type declares (get_attr on an unknown attribute is an error). */
   attributes(typeName: string): string[] | undefined
+  /** Whether the type can adopt an existing object (a resource's `external_id`). */
+  adopts?(typeName: string): boolean
+  /** Whether the type can keep a snapshot of its object when it is deleted (deletion_policy: Snapshot). */
+  snapshots?(typeName: string): boolean
   /** The same catalog as plain data, from which an evaluation thread rebuilds it (lib/resources/catalog.ts). */
   readonly data: CatalogData
 }
 
 /** Per type: its property schemas (lib/resources PropertySchema), declared attributes (null: any) and whether it takes any property. */
-export type CatalogData = Record<string, { properties: Record<string, unknown>; attributes: string[] | null; acceptsAnyProperties: boolean }>
+export type CatalogData = Record<string, { properties: Record<string, unknown>; attributes: string[] | null; acceptsAnyProperties: boolean; adopts?: boolean; snapshots?: boolean }>
 
 export interface BuildOptions {
   /** The evaluation's budget (default: a new one with the default limits). */
@@ -178,6 +185,10 @@ export interface ResourceDefinition {
   metadata: Record<string, unknown>
   /** Forms of secret values the static phase derived in the properties (a hidden parameter's `str_split` pieces, …). */
   secretForms?: string[]
+  /** Heat's `external_id`: the object this resource adopts instead of creating one. */
+  externalId?: string
+  description?: string
+
 }
 
 /** What the engine, reads and previews use of a definition: plain data and Deferred nodes, no functions. */

@@ -19,6 +19,8 @@ import { createAccountService } from '../../lib/services/accounts'
 import { createReadService } from '../../lib/services/reads'
 import { createPlanService } from '../../lib/services/plans'
 import { createStackService } from '../../lib/services/stacks'
+import { createImportService } from '../../lib/services/imports'
+import type { ResourceTypeConfig } from '../../lib/resources/types'
 import { attachRealtime } from '../../lib/server/realtime'
 import type { TestCluster } from './cluster'
 
@@ -53,6 +55,8 @@ export interface ApiServerOptions {
   db?: Db
   /** How long a saved plan can be applied (KILN_PLAN_TTL_MS; default 24 h). */
   planTtlMs?: number
+  /** Where an import preview finds objects (default: the cluster's workspace, and its database's server as the target). */
+  typeConfig?: ResourceTypeConfig
 }
 
 export async function startApiServer(c: TestCluster, opts: ApiServerOptions = {}): Promise<ApiServer> {
@@ -71,10 +75,12 @@ export async function startApiServer(c: TestCluster, opts: ApiServerOptions = {}
   let url = ''
   const failedAttempts = failedAttemptLimit({ perMinute: opts.authFailuresPerMinute ?? 1_000_000, log })
   const stacks = createStackService({ db, catalog: typeCatalog(registry), types: registry, limits, defaultTimeoutMins: 30 })
+  const typeConfig = opts.typeConfig ?? { workspaceDir: c.workspace, targetDatabaseUrl: c.url }
   const deps: ApiDeps = {
     db,
     stacks,
     plans: createPlanService({ db, catalog: typeCatalog(registry), types: registry, limits, ttlMs: opts.planTtlMs ?? 86_400_000 }, stacks),
+    imports: createImportService({ db, catalog: typeCatalog(registry), types: registry, typeConfig, limits, stacks, log }),
     reads: createReadService(db.pool, registry),
     accounts: createAccountService(db),
     registry,

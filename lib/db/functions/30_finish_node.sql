@@ -90,7 +90,7 @@ BEGIN
   SELECT * INTO t FROM traversal WHERE id = p_trav;
   v_reason := 'Stack ' || t.action || ' completed successfully';
   UPDATE stack SET status = 'COMPLETE', status_reason = v_reason,
-         last_good_template_id = CASE WHEN t.action IN ('DELETE', 'CHECK') THEN last_good_template_id ELSE t.raw_template_id END,
+         last_good_template_id = CASE WHEN t.action IN ('DELETE', 'CHECK', 'DRIFT') THEN last_good_template_id ELSE t.raw_template_id END,
          deleted_at = CASE WHEN t.action = 'DELETE' THEN now() ELSE deleted_at END
    WHERE id = p_stack AND current_traversal_id = p_trav AND status = 'IN_PROGRESS' RETURNING * INTO s;
   IF NOT FOUND THEN RETURN; END IF;

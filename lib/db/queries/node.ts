@@ -206,6 +206,16 @@ export async function recordIntent(pool: pg.Pool, workerId: string, job: Claimed
   return rows[0].ok === true
 }
 
+/** ConvergenceStore.markAdopting: one guarded statement (the job must be ours, and the row still locked by us). */
+export async function markAdopting(pool: pg.Pool, workerId: string, job: ClaimedJob, externalId: string): Promise<boolean> {
+  const { rowCount } = await pool.query(
+    `UPDATE resource SET deletion_policy = 'Retain', data = coalesce(data, '{}'::jsonb) || jsonb_build_object('externalId', $3::text), updated_at = now()
+      WHERE id = (SELECT resource_id FROM job WHERE id = $1 AND locked_by = $2) AND engine_id = $2`,
+    [job.id, workerId, externalId],
+  )
+  return rowCount === 1
+}
+
 export async function reportProgress(pool: pg.Pool, workerId: string, job: ClaimedJob, message: string, fraction: number | null): Promise<void> {
   await pool.query('SELECT kiln_node_progress($1, $2, $3, $4)', [job.id, workerId, message.slice(0, 500), fraction])
 }
