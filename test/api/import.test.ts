@@ -118,9 +118,10 @@ describe('a database', () => {
     const changed = await api.call('PUT', `/api/stacks/${id}`, { body: { template: dbTemplate({ name }, { external_id: fresh() }) } })
     expect(changed.status).toBe(400)
     expect(changed.text).toContain('cannot be changed')
-    // The same template again is no change: nothing happens to the database.
-    expect((await api.call('PUT', `/api/stacks/${id}`, { body: { template } })).status).toBe(202)
-    expect(await c.settle(id)).toBe('UPDATE_COMPLETE')
+    // The same template again is no change: nothing starts, nothing happens to the database.
+    const same = await api.call('PUT', `/api/stacks/${id}`, { body: { template } })
+    expect(same.status, same.text).toBe(200)
+    expect(same.body.noChanges).toBe(true)
 
     // Without external_id, Kiln manages it: updated in place (same row), with a password of its own now.
     const managed = await api.call('PUT', `/api/stacks/${id}`, { body: { template: dbTemplate({ name, connection_limit: 5 }) } })

@@ -163,7 +163,7 @@ describe('honoured as in Heat', () => {
     expect((await api.call('PATCH', `/v1/${api.a.projectId}/stacks/tagged/${id}`, { body: { tags: 'two,three' } })).status).toBe(202)
     expect(await c.settle(id)).toBe('UPDATE_COMPLETE')
     expect((await api.call('GET', `/api/stacks/${id}`)).body.stack.tags).toEqual(['two', 'three'])
-    expect((await api.call('PATCH', `/api/stacks/${id}`, { body: { parameters: {} } })).status).toBe(202)
+    expect((await api.call('PATCH', `/api/stacks/${id}`, { body: { parameters: {}, force: true } })).status).toBe(202)
     expect(await c.settle(id)).toBe('UPDATE_COMPLETE')
     expect((await api.call('GET', `/api/stacks/${id}`)).body.stack.tags).toEqual(['two', 'three'])
     expect((await api.call('PUT', `/api/stacks/${id}`, { body: { template, tags: ['four'] } })).status).toBe(202)
