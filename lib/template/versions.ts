@@ -36,8 +36,8 @@ export const FUNCTION_SINCE: Record<string, string> = {
   repeat: '2015-04-30',
   digest: '2015-04-30',
   str_split: '2015-10-15',
-  map_merge: '2015-10-15',
-  map_replace: '2016-04-08',
+  map_merge: '2016-04-08',
+  map_replace: '2016-10-14',
   if: '2016-10-14',
   equals: '2016-10-14',
   not: '2016-10-14',
@@ -49,8 +49,36 @@ export const FUNCTION_SINCE: Record<string, string> = {
   list_concat_unique: '2017-09-01',
   contains: '2017-09-01',
   make_url: '2017-09-01',
-  str_replace_vstrict: '2018-03-02',
+  str_replace_vstrict: '2017-09-01',
 }
+
+/** Functions Heat registers only as condition functions: anywhere else they are refused. */
+export const CONDITION_ONLY = new Set(['equals', 'not', 'and', 'or'])
+
+/** `get_attr: [resource]` (every attribute of the resource, as a map): Heat's GetAttAllAttributes. */
+export const GET_ATTR_ALL_SINCE = '2015-10-15'
+/** `if` with two arguments (the enclosing item is dropped when the condition is false): Heat's IfNullable. */
+export const IF_NULLABLE_SINCE = '2021-04-16'
+
+/**
+ * The implementation a function has in a version, as the key of DATA_FUNCTIONS: Heat registers
+ * different classes for the same name (Join before JoinMultiple, Replace before ReplaceJson,
+ * Repeat before RepeatWithMap before RepeatWithNestedLoop), and a Deferred must remember which.
+ */
+export function implementationOf(fn: string, version: string): string {
+  switch (fn) {
+    case 'list_join':
+    case 'str_replace':
+      return version < '2015-10-15' ? `${fn}@2013-05-23` : fn
+    case 'repeat':
+      return version < '2016-10-14' ? 'repeat@2015-04-30' : version < '2017-09-01' ? 'repeat@2016-10-14' : fn
+    default:
+      return fn
+  }
+}
+
+/** The function a DATA_FUNCTIONS key implements (`list_join@2013-05-23` -> `list_join`). */
+export const baseFunction = (impl: string): string => impl.split('@')[0]!
 
 /** Functions Heat has that Kiln does not evaluate: a clear error rather than silent data. */
 export const UNSUPPORTED_FUNCTIONS: Record<string, string> = {
