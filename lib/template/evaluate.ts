@@ -30,7 +30,7 @@ import type { IssueList } from './issues'
 import { formatPath, type PathPart } from './positions'
 import { holdsSecret, redactText, secretList, Secrecy } from './secrecy'
 import { UNKNOWN, type ResolveContext } from './types'
-import { available, CONDITION_ONLY, FUNCTION_SINCE, GET_ATTR_ALL_SINCE, IF_NULLABLE_SINCE, implementationOf, UNSUPPORTED_FUNCTIONS } from './versions'
+import { available, CONDITION_ONLY, FUNCTION_SINCE, GET_ATTR_ALL_SINCE, IF_NULLABLE_SINCE, implementationOf, IN_CONDITION, UNSUPPORTED_FUNCTIONS } from './versions'
 
 /** A function call that can only be computed once other resources exist. */
 export class Deferred {
@@ -90,9 +90,6 @@ export interface StaticScope {
   /** Evaluating a condition's values (equals, contains): only get_param and contains may be used, as in Heat. */
   inCondition?: boolean
 }
-
-/** The functions Heat parses inside a condition besides equals / not / and / or (its condition_functions). */
-const IN_CONDITION = new Set(['get_param', 'contains'])
 
 /** The function name of a node, if it is a function call. */
 export function functionName(node: unknown): string | null {
