@@ -229,9 +229,9 @@ export class Secrecy {
    */
   private deriveRepeat(args: unknown, result: unknown): void {
     const a = args as { for_each: Record<string, unknown>; template: unknown }
-    // A variable's values: a list's items, or a map's keys.
-    const valuesOf = (v: unknown): unknown[] => (Array.isArray(v) ? v : v && typeof v === 'object' ? Object.keys(v) : [])
-    const secretVar = Object.values(a.for_each).some((v) => valuesOf(v).some((x) => this.isForm(typeof x === 'object' && x !== null ? JSON.stringify(x) : x)))
+    const form = (x: unknown) => this.isForm(typeof x === 'object' && x !== null ? JSON.stringify(x) : x)
+    // A variable's values: a list's items, or a map's keys (secret when the map is: a hidden json parameter's keys are not forms of their own).
+    const secretVar = Object.values(a.for_each).some((v) => (Array.isArray(v) ? v.some(form) : v !== null && typeof v === 'object' && (form(v) || Object.keys(v).some(form))))
     if (!secretVar) return
     const written = new Set<string>()
     walkStrings(a.template, (s) => written.add(s), this.budget)

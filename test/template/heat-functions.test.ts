@@ -11,7 +11,8 @@
  * Where Heat refuses, Kiln answers a validation error naming the place.
  */
 import { describe, expect, test } from 'vitest'
-import { buildDefinition, parseTemplate, resolveOutputs, resolveProperties, TemplateError, type ResolveContext, type TemplateIssue } from '../../lib/template'
+import { valuesContext } from '../../lib/evaluation/tasks'
+import { buildDefinition, knownSecrets, parseTemplate, redact, resolveOutputs, resolveProperties, resolveSecretAware, TemplateError, type ResolveContext, type TemplateIssue } from '../../lib/template'
 import { builtinTypes, createRegistry, typeCatalog } from '../../lib/resources/registry'
 
 const types = typeCatalog(createRegistry(builtinTypes()))
@@ -301,5 +302,32 @@ describe('template functions exactly as Heat', () => {
       if (!(err instanceof TemplateError)) throw err
       expect(err.issues).toEqual([expect.objectContaining({ code: 'function', path: 'resources.r.properties.y.map_merge', line: 6, column: 11 })])
     }
+  })
+
+  test('what the new forms make from a secret stays secret: JSON of a hidden map, a repeat over its keys, every attribute of a secret one', () => {
+    const src = [
+      'heat_template_version: 2021-04-16',
+      'parameters:',
+      '  creds: { type: json, hidden: true }',
+      'resources:',
+      '  handle: { type: OS::Heat::WaitConditionHandle }',
+      '  replaced: { type: OS::Heat::None, properties: { v: { str_replace: { template: "conf=C", params: { C: { get_param: creds } } } } } }',
+      '  repeated: { type: OS::Heat::None, properties: { v: { repeat: { for_each: { "%k%": { get_param: creds } }, template: "key-%k%" } } } }',
+      '  all: { type: OS::Heat::None, properties: { v: { get_attr: [handle] } } }',
+      '',
+    ].join('\n')
+    const creds = { 'user-name-xyz': 'pass-word-é-123' }
+    const def = buildDefinition(parseTemplate(src), { parameters: { creds }, types })
+    const replaced = def.resources.replaced!.properties.v as string
+    expect(replaced).toBe('conf={"user-name-xyz": "pass-word-\\u00e9-123"}')
+    expect(def.resources.replaced!.secretForms).toContain(replaced)
+    expect(def.resources.repeated!.properties.v).toEqual(['key-user-name-xyz'])
+    expect(def.resources.repeated!.secretForms).toContain('key-user-name-xyz')
+    const TOKEN = 'kiln_sig_token-value-0123456789'
+    const handle = { name: 'handle', physicalId: 'h-1', attributes: { token: TOKEN, endpoint: 'http://kiln/signal' }, secretAttributes: ['token'] }
+    const all = resolveSecretAware(def, 'all', valuesContext([handle]), knownSecrets(def, 'all'))
+    expect(all.properties.v).toEqual({ token: TOKEN, endpoint: 'http://kiln/signal' })
+    expect(all.secretForms).toContain(TOKEN)
+    expect(redact(all.properties, all.secretForms)).toEqual({ v: { token: '******', endpoint: 'http://kiln/signal' } })
   })
 })
