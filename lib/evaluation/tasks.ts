@@ -97,6 +97,7 @@ export function valuesContext(rows: ResourceValues[]): ResolveContext {
   return {
     getResource: (name) => byName.get(name)?.physicalId ?? null,
     getAttr: (name, attribute) => byName.get(name)?.attributes?.[attribute] ?? null,
+    getAttrs: (name) => byName.get(name)?.attributes ?? null,
     secretAttribute: (name, attribute) => byName.get(name)?.secretAttributes?.includes(attribute) === true,
     secretFormsOf: (name) => {
       const stored = byName.get(name)?.secretForms

@@ -109,6 +109,7 @@ function contextOf(known: Map<string, Values>): ResolveContext {
   return {
     getResource: (n) => (known.has(n) ? known.get(n)!.physicalId : UNKNOWN),
     getAttr: (n, a) => (known.has(n) ? (known.get(n)!.attributes[a] ?? null) : UNKNOWN),
+    getAttrs: (n) => (known.has(n) ? known.get(n)!.attributes : UNKNOWN),
   }
 }
 

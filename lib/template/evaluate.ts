@@ -30,7 +30,7 @@ import type { IssueList } from './issues'
 import { formatPath, type PathPart } from './positions'
 import { holdsSecret, redactText, secretList, Secrecy } from './secrecy'
 import { UNKNOWN, type ResolveContext } from './types'
-import { available, FUNCTION_SINCE, UNSUPPORTED_FUNCTIONS } from './versions'
+import { available, CONDITION_ONLY, FUNCTION_SINCE, GET_ATTR_ALL_SINCE, IF_NULLABLE_SINCE, implementationOf, IN_CONDITION, UNSUPPORTED_FUNCTIONS } from './versions'
 
 /** A function call that can only be computed once other resources exist. */
 export class Deferred {
@@ -44,7 +44,6 @@ export class Deferred {
 }
 
 const isMap = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Deferred)
-const CONDITION_FNS = ['equals', 'not', 'and', 'or', 'contains']
 
 /** Lists and maps built by an evaluation that hold a Deferred or an UNKNOWN somewhere inside. */
 export class Marks {
@@ -88,6 +87,8 @@ export interface StaticScope {
   /** Names of hidden parameters: get_param of one reads a secret. */
   hidden: ReadonlySet<string>
   secrecy: Secrecy
+  /** Evaluating a condition's values (equals, contains): only get_param and contains may be used, as in Heat. */
+  inCondition?: boolean
 }
 
 /** The function name of a node, if it is a function call. */
@@ -127,22 +128,37 @@ export function dig(value: unknown, path: ReadonlyArray<unknown>, what: string):
   return cur
 }
 
+/**
+ * What a two-argument `if` (2021-04-16) gives when its condition is false: the enclosing list
+ * item, map entry or property is dropped, as if it were not in the template (Heat's Ellipsis).
+ * It never leaves evaluateStatic: where no item encloses it (a function's argument, an output's
+ * value), it is null, as in Heat.
+ */
+const OMIT: unique symbol = Symbol('kiln.template.omit')
+
 export function evaluateStatic(node: unknown, s: StaticScope, path: PathPart[]): unknown {
+  const v = evalNode(node, s, path)
+  return v === OMIT ? null : v
+}
+
+function evalNode(node: unknown, s: StaticScope, path: PathPart[]): unknown {
   s.budget.op()
   if (Array.isArray(node)) {
-    const out = node.map((x, i) => evaluateStatic(x, s, [...path, i]))
+    const out = node.map((x, i) => evalNode(x, s, [...path, i])).filter((x) => x !== OMIT)
     return s.marks.collect(out, out)
   }
   if (!isMap(node)) return node
   const fn = functionName(node)
   if (!fn) {
-    const out = Object.fromEntries(Object.entries(node).map(([k, v]) => [k, evaluateStatic(v, s, [...path, k])]))
+    const out = Object.fromEntries(Object.entries(node).map(([k, v]) => [k, evalNode(v, s, [...path, k])] as const).filter(([, v]) => v !== OMIT))
     return s.marks.collect(out, Object.values(out))
   }
   const args = node[fn]
   const fpath = [...path, fn]
   if (fn in UNSUPPORTED_FUNCTIONS) return report(s, fpath, UNSUPPORTED_FUNCTIONS[fn]!)
   if (fn.startsWith('Fn::') || fn === 'Ref') return report(s, fpath, `${fn} (a CloudFormation function) is not supported; use the HOT equivalent (get_resource, get_attr, list_join, …)`)
+  if (s.inCondition && !IN_CONDITION.has(fn) && !CONDITION_ONLY.has(fn)) return report(s, fpath, `${fn} cannot be used in a condition: only get_param, equals, not, and, or${s.version >= '2017-09-01' ? ', contains' : ''} can`)
+  if (CONDITION_ONLY.has(fn)) return s.inCondition ? conditionValue(node, s, path) : report(s, fpath, `${fn} is a condition function: it can only be used in a condition (the conditions section, a condition key, or the first argument of if)`)
   if (!available(fn, s.version)) return report(s, fpath, `${fn} is not available in heat_template_version ${s.version}; it needs ${FUNCTION_SINCE[fn]} or later`)
   try {
     switch (fn) {
@@ -153,18 +169,22 @@ export function evaluateStatic(node: unknown, s: StaticScope, path: PathPart[]):
       case 'get_attr':
         return getAttr(args, s, fpath)
       case 'if': {
-        if (!Array.isArray(args) || args.length !== 3) throw new FunctionError('if takes [condition, value if true, value if false]')
-        return conditionValue(args[0], s, [...fpath, 0]) ? evaluateStatic(args[1], s, [...fpath, 1]) : evaluateStatic(args[2], s, [...fpath, 2])
+        const nullable = s.version >= IF_NULLABLE_SINCE
+        if (!Array.isArray(args) || args.length > 3 || args.length < (nullable ? 2 : 3)) {
+          throw new FunctionError(`Arguments to "if" must be of the form: [condition_name, value_if_true, value_if_false]${nullable ? ' (value_if_false may be left out)' : ''}`)
+        }
+        if (conditionValue(args[0], s, [...fpath, 0])) return evalNode(args[1], s, [...fpath, 1])
+        return args.length === 3 ? evalNode(args[2], s, [...fpath, 2]) : OMIT
       }
       default: {
-        if (CONDITION_FNS.includes(fn) && fn !== 'contains') return conditionValue(node, s, path)
+        const impl = implementationOf(fn, s.version)
         const mark = s.secrecy.mark()
         const evaluated = evaluateStatic(args, s, fpath)
         const secret = s.secrecy.since(mark)
-        if (s.marks.hasDeferred(evaluated)) return new Deferred(fn, evaluated, fpath, secret)
+        if (s.marks.hasDeferred(evaluated)) return new Deferred(impl, evaluated, fpath, secret)
         if (s.marks.hasUnknown(evaluated)) return UNKNOWN
-        const result = applyData(fn, evaluated, s.budget)
-        if (secret) s.secrecy.derive(fn, evaluated, result)
+        const result = applyData(impl, evaluated, s.budget)
+        if (secret) s.secrecy.derive(impl, evaluated, result)
         return result
       }
     }
@@ -213,17 +233,18 @@ function getResource(args: unknown, s: StaticScope, path: PathPart[]): unknown {
 function getAttr(args: unknown, s: StaticScope, path: PathPart[]): unknown {
   const mark = s.secrecy.mark()
   const evaluated = evaluateStatic(args, s, path)
-  if (!Array.isArray(evaluated) || evaluated.length < 2 || typeof evaluated[0] !== 'string' || typeof evaluated[1] !== 'string') {
-    throw new FunctionError('get_attr takes [resource name, attribute name, optional key or index, ...]')
+  const all = s.version >= GET_ATTR_ALL_SINCE
+  if (!Array.isArray(evaluated) || evaluated.length < (all ? 1 : 2) || typeof evaluated[0] !== 'string' || (evaluated.length > 1 && typeof evaluated[1] !== 'string')) {
+    throw new FunctionError(all ? 'get_attr takes [resource name] (every attribute) or [resource name, attribute name, optional key or index, ...]' : 'get_attr takes [resource name, attribute name, optional key or index, ...]')
   }
-  const [name, attr] = evaluated as [string, string]
+  const [name, attr] = evaluated as [string, string | undefined]
   if (!s.defined.has(name)) {
     s.issues.add('reference', path, `The specified reference "${name}" (in get_attr) is incorrect: no such resource`)
     return null
   }
   if (!s.enabled.has(name)) return null
   const known = s.attributesOf(name)
-  if (known && !known.includes(attr)) {
+  if (attr !== undefined && known && !known.includes(attr)) {
     s.issues.add('reference', [...path, 1], `resource ${name} has no attribute "${attr}" (it has ${known.length ? known.join(', ') : 'none'})`)
     return null
   }
@@ -263,8 +284,9 @@ function condition(expr: unknown, s: StaticScope, path: PathPart[]): boolean {
   switch (fn) {
     case 'equals': {
       if (!Array.isArray(args) || args.length !== 2) return report(s, fpath, 'equals takes [value, value]') ?? false
-      const a = evaluateStatic(args[0], s, [...fpath, 0])
-      const b = evaluateStatic(args[1], s, [...fpath, 1])
+      const inside = { ...s, inCondition: true }
+      const a = evaluateStatic(args[0], inside, [...fpath, 0])
+      const b = evaluateStatic(args[1], inside, [...fpath, 1])
       if (s.marks.hasDeferred(a) || s.marks.hasDeferred(b)) return report(s, fpath, 'equals in a condition cannot use resource values') ?? false
       return deepEqual(a, b, s.budget)
     }
@@ -277,7 +299,7 @@ function condition(expr: unknown, s: StaticScope, path: PathPart[]): boolean {
       return fn === 'and' ? values.every(Boolean) : values.some(Boolean)
     }
     default: {
-      const evaluated = evaluateStatic(args, s, fpath)
+      const evaluated = evaluateStatic(args, { ...s, inCondition: true }, fpath)
       try {
         return DATA_FUNCTIONS.contains!(evaluated, s.budget) as boolean
       } catch (err) {
@@ -314,6 +336,26 @@ export function resolveDeferred(v: unknown, ctx: ResolveContext, rt: Runtime = r
   return v
 }
 
+/** `get_attr: [resource]`: every attribute of the resource as a map, without `show` (Heat's FnGetAtts). */
+function allAttributes(name: string, d: Deferred, ctx: ResolveContext, rt: Runtime): unknown {
+  if (!ctx.getAttrs) throw new FunctionError(`${d.path.join('.')}: get_attr with only a resource name cannot be evaluated here`)
+  const attrs = ctx.getAttrs(name)
+  if (attrs === UNKNOWN) return UNKNOWN
+  if (attrs === null || attrs === undefined) return null // not created yet: Heat answers None
+  const out: Record<string, unknown> = {}
+  for (const [k, v] of Object.entries(attrs)) {
+    rt.budget.op()
+    if (k === 'show') continue
+    if (v === UNKNOWN) return UNKNOWN
+    out[k] = v
+  }
+  rt.budget.produced(out)
+  for (const [k, v] of Object.entries(out)) {
+    if (d.secret || ctx.secretAttribute?.(name, k) || holdsSecret(v, ctx.secretFormsOf?.(name) ?? [], rt.budget)) rt.secrecy.read(v)
+  }
+  return out
+}
+
 function runDeferred(d: Deferred, ctx: ResolveContext, rt: Runtime): unknown {
   try {
     if (d.secret) rt.secrecy.touch()
@@ -323,7 +365,8 @@ function runDeferred(d: Deferred, ctx: ResolveContext, rt: Runtime): unknown {
       return id
     }
     if (d.fn === 'get_attr') {
-      const [name, attr, ...rest] = d.args as [string, string, ...unknown[]]
+      const [name, attr, ...rest] = d.args as [string, string | undefined, ...unknown[]]
+      if (attr === undefined) return allAttributes(name, d, ctx, rt)
       const value = ctx.getAttr(name, attr)
       if (value === UNKNOWN) return UNKNOWN
       let found: unknown

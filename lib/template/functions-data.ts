@@ -12,6 +12,7 @@
 import crypto from 'node:crypto'
 import type { Budget } from './budget'
 import { countNodes } from './budget'
+import { pyJson, pyStr } from './pyjson'
 
 export class FunctionError extends Error {
   override name = 'FunctionError'
@@ -89,38 +90,108 @@ function replaceAll(text: string, k: string, v: string, b: Budget): string {
   return text.split(k).join(v)
 }
 
-function listJoin(args: unknown, b: Budget): string {
-  if (!Array.isArray(args) || args.length < 2 || typeof args[0] !== 'string') fail('list_join takes [delimiter, list, ...more lists]')
-  const [delim, ...lists] = args as [string, ...unknown[]]
-  const pieces: string[] = []
+/** A map or a list as Heat writes it into a string (json.dumps, sorted keys); the serialisation is charged as it goes. */
+function jsonText(v: unknown, b: Budget): string {
+  const text = pyJson(v, () => b.op())
+  b.output(text.length)
+  return text
+}
+
+/**
+ * list_join before 2015-10-15 (Heat's Join): exactly one list, of strings (null joins as '').
+ * From 2015-10-15 (JoinMultiple): one or more lists (a null or empty one is skipped), whose
+ * maps and lists are joined as JSON; a number or a boolean is refused, as Heat refuses it.
+ */
+function listJoin(args: unknown, multiple: boolean, b: Budget): string {
+  const usage = multiple ? 'list_join takes [delimiter, list, ...more lists]' : 'list_join takes [delimiter, list] (more lists need heat_template_version 2015-10-15)'
+  if (!Array.isArray(args) || args.length < 2 || (!multiple && args.length !== 2)) fail(usage)
+  const [delim, ...lists] = args as [unknown, ...unknown[]]
+  const items: unknown[] = []
   for (const l of lists) {
-    if (!Array.isArray(l)) fail('list_join: every argument after the delimiter must be a list')
+    if (l === null || (multiple && (l === '' || l === 0 || l === false))) continue // Heat: `if jl:` (and Join: None is [])
+    if (!Array.isArray(l)) fail('list_join must operate on a list: every argument after the delimiter must be a list')
     b.op(1 + l.length)
-    for (const x of l) {
-      const s = stringify(x, b)
-      b.output(s.length + delim.length)
-      pieces.push(s)
-    }
+    for (const x of l) items.push(x)
+  }
+  if (typeof delim !== 'string') fail('list_join: the delimiter must be a string')
+  const pieces: string[] = []
+  for (const x of items) {
+    let s: string
+    if (x === null || x === undefined) s = ''
+    else if (typeof x === 'string') s = x
+    else if (multiple && typeof x === 'object') s = jsonText(x, b)
+    else fail(`list_join: items to join must be ${multiple ? 'string, map or list' : 'strings'}, not ${pyJson(x).slice(0, 200)}`)
+    b.output(s.length + delim.length)
+    pieces.push(s)
   }
   return pieces.join(delim)
 }
 
-function strReplace(args: unknown, mode: 'lax' | 'strict' | 'vstrict', b: Budget): string {
-  if (!isMap(args) || typeof args.template !== 'string' && typeof args.template !== 'number' || !isMap(args.params)) {
-    fail('str_replace takes {template: <string>, params: {<key>: <value>, ...}}')
+type ReplaceMode = 'plain' | 'lax' | 'strict' | 'vstrict'
+const REPLACE_NAME: Record<ReplaceMode, string> = { plain: 'str_replace', lax: 'str_replace', strict: 'str_replace_strict', vstrict: 'str_replace_vstrict' }
+
+/**
+ * A str_replace value as text: Python's str() of a scalar, JSON of a map or list (only from
+ * 2015-10-15: Heat's Replace refuses them), '' for null; str_replace_vstrict refuses an empty one.
+ */
+function replacement(v: unknown, key: string, mode: ReplaceMode, b: Budget): string {
+  const name = REPLACE_NAME[mode]
+  const empty = () => fail(`${name} has an undefined or empty value for param ${key}, must be a defined non-empty value`)
+  if (v === null || v === undefined) return mode === 'vstrict' ? empty() : ''
+  if (typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean') {
+    const text = pyStr(v)
+    return mode === 'vstrict' && !text ? empty() : text
   }
-  let text = stringify(args.template, b)
-  // Longest keys first, so that a key which is a prefix of another does not break it (as Heat does).
-  const keys = Object.keys(args.params)
+  if (mode === 'plain') fail(`"${name}" params must be strings or numbers, param ${key} is not valid`)
+  if (mode === 'vstrict' && (Array.isArray(v) ? v.length === 0 : Object.keys(v as object).length === 0)) empty()
+  return jsonText(v, b)
+}
+
+/**
+ * str_replace as Heat does it: the keys are tried longest first (equal lengths in code point
+ * order), and each key only in the text left between the matches of the keys before it, so a
+ * value put in is never searched again.
+ */
+function strReplace(args: unknown, mode: ReplaceMode, b: Budget): string {
+  const name = REPLACE_NAME[mode]
+  if (!isMap(args) || !('template' in args) || !('params' in args)) fail(`${name} takes {template: <string>, params: {<key>: <value>, ...}}`)
+  if (typeof args.template !== 'string') fail(`"${name}" template must be a string`)
+  if (!isMap(args.params)) fail(`"${name}" params must be a map`)
+  const params = args.params as Record<string, unknown>
+  const keys = Object.keys(params)
   b.op(1 + keys.length * Math.ceil(Math.log2(keys.length + 1)))
-  keys.sort((x, y) => y.length - x.length || (x < y ? -1 : 1))
+  keys.sort((x, y) => y.length - x.length || (x < y ? -1 : x > y ? 1 : 0))
+  // The text as pieces: strings still to search, and values already put in (boxed, never searched).
+  let pieces: (string | { done: string })[] = [args.template]
+  const missing: string[] = []
   for (const k of keys) {
-    const v = (args.params as Record<string, unknown>)[k]
-    if (mode !== 'lax' && !text.includes(k)) fail(`str_replace_${mode}: "${k}" does not occur in the template`)
-    if (mode === 'vstrict' && (v === '' || v === null || v === undefined)) fail(`str_replace_vstrict: the value of "${k}" is empty`)
-    text = replaceAll(text, k, stringify(v, b), b)
+    if (!k) fail(`${name}: a param key must not be empty`)
+    const value = replacement(params[k], k, mode, b)
+    let found = false
+    const next: (string | { done: string })[] = []
+    for (const p of pieces) {
+      if (typeof p !== 'string') {
+        next.push(p)
+        continue
+      }
+      const n = occurrences(p, k, b)
+      if (n === 0) {
+        next.push(p)
+        continue
+      }
+      found = true
+      b.output(n * value.length)
+      p.split(k).forEach((part, i) => {
+        if (i > 0) next.push({ done: value })
+        if (part) next.push(part)
+      })
+    }
+    b.op(1 + next.length)
+    pieces = next
+    if (!found) missing.push(k)
   }
-  return text
+  if (mode !== 'plain' && mode !== 'lax' && missing.length) fail(`The following params were not found in the template: ${missing.join(',')}`)
+  return pieces.map((p) => (typeof p === 'string' ? p : p.done)).join('')
 }
 
 function strSplit(args: unknown, b: Budget): unknown {
@@ -165,21 +236,40 @@ function copier(template: unknown, vars: [string, string][], b: Budget): () => u
   return () => walk(template)
 }
 
-function repeat(args: unknown, b: Budget): unknown[] {
-  if (!isMap(args) || !isMap(args.for_each) || !('template' in args)) fail('repeat takes {for_each: {<var>: <list>, ...}, template: <value>, permutations: <bool>}')
+/** What each Heat repeat class accepts: Repeat (lists), RepeatWithMap (maps too), RepeatWithNestedLoop (permutations). */
+interface RepeatKind {
+  maps: boolean
+  permutations: boolean
+}
+
+/**
+ * repeat: a copy of the template per combination of the for_each values (every combination, the
+ * last variable varying fastest, or with `permutations: false` the i-th value of each). A map
+ * gives its keys (from 2016-10-14, and not with permutations false); a null gives no values.
+ */
+function repeat(args: unknown, kind: RepeatKind, b: Budget): unknown[] {
+  if (!isMap(args) || !('for_each' in args) || !('template' in args)) fail('repeat takes {for_each: {<var>: <list>, ...}, template: <value>' + (kind.permutations ? ', permutations: <bool>}' : '}'))
+  if (!isMap(args.for_each)) fail('The "for_each" argument to "repeat" must contain a map')
+  if ('permutations' in args && !kind.permutations) fail('repeat: permutations needs heat_template_version 2017-09-01 or later')
   const forEach = args.for_each as Record<string, unknown>
   const names = Object.keys(forEach)
   if (!names.length) fail('repeat: for_each needs at least one variable')
-  for (const n of names) if (!Array.isArray(forEach[n])) fail(`repeat: for_each.${n} must be a list`)
-  const lists = names.map((n) => {
-    const l = forEach[n] as unknown[]
-    b.op(1 + l.length)
-    return l.map((x) => stringify(x, b))
-  })
   const permutations = args.permutations === undefined ? true : args.permutations
-  if (typeof permutations !== 'boolean') fail('repeat: permutations must be true or false')
-  if (!permutations && lists.some((l) => l.length !== lists[0]!.length)) fail('repeat: with permutations false, every for_each list must have the same length')
-  const copies = permutations ? lists.reduce((n, l) => n * l.length, 1) : lists[0]!.length
+  if (typeof permutations !== 'boolean') fail('"permutations" should be boolean type for repeat function')
+  const maps = kind.maps && permutations
+  const what = maps ? 'lists or maps' : 'lists'
+  const lists = names.map((n) => {
+    const v = forEach[n]
+    if (v === null || v === undefined) return null
+    if (!Array.isArray(v) && !(maps && isMap(v))) fail(`The values of the "for_each" argument to "repeat" must be ${what} (for_each.${n} is not)`)
+    const items = Array.isArray(v) ? v : Object.keys(v as object)
+    b.op(1 + items.length)
+    return items.map((x) => stringify(x, b))
+  })
+  const given = lists.filter((l): l is string[] => l !== null)
+  if (!permutations && new Set(given.map((l) => l.length)).size > 1) fail('For repeat, the length of for_each values should be equal if no nested loop.')
+  const values = lists.map((l) => l ?? [])
+  const copies = permutations ? values.reduce((n, l) => n * l.length, 1) : Math.min(...values.map((l) => l.length))
   // Refused before a single copy is made when the copies alone would spend the budget: each copy
   // costs its making, and each of its nodes a walk and a search per variable.
   b.op(copies * (2 + countNodes(args.template, b.opsLeft) * (1 + names.length)))
@@ -190,11 +280,11 @@ function repeat(args: unknown, b: Budget): unknown[] {
   const out: unknown[] = []
   const index = names.map(() => 0)
   for (let c = 0; c < copies; c++) {
-    order.forEach(([, j], i) => (vars[i]![1] = lists[j]![permutations ? index[j]! : c]!))
+    order.forEach(([, j], i) => (vars[i]![1] = values[j]![permutations ? index[j]! : c]!))
     out.push(copy())
     // The next combination: the last variable varies fastest (as nested loops over for_each in order).
     for (let j = index.length - 1; permutations && j >= 0; j--) {
-      if (++index[j]! < lists[j]!.length) break
+      if (++index[j]! < values[j]!.length) break
       index[j] = 0
     }
   }
@@ -306,12 +396,16 @@ function makeUrl(args: unknown, b: Budget): string {
 
 /** The data functions by name (get_*, if and conditions are handled by the evaluator). */
 export const DATA_FUNCTIONS: Record<string, (args: unknown, budget: Budget) => unknown> = {
-  list_join: listJoin,
+  list_join: (a, b) => listJoin(a, true, b),
+  'list_join@2013-05-23': (a, b) => listJoin(a, false, b),
   str_replace: (a, b) => strReplace(a, 'lax', b),
+  'str_replace@2013-05-23': (a, b) => strReplace(a, 'plain', b),
   str_replace_strict: (a, b) => strReplace(a, 'strict', b),
   str_replace_vstrict: (a, b) => strReplace(a, 'vstrict', b),
   str_split: strSplit,
-  repeat,
+  repeat: (a, b) => repeat(a, { maps: true, permutations: true }, b),
+  'repeat@2016-10-14': (a, b) => repeat(a, { maps: true, permutations: false }, b),
+  'repeat@2015-04-30': (a, b) => repeat(a, { maps: false, permutations: false }, b),
   map_merge: mapMerge,
   map_replace: mapReplace,
   list_concat: (a, b) => listConcat(a, false, b),

@@ -25,6 +25,7 @@
  */
 import { createHash } from 'node:crypto'
 import { BudgetExceeded, type Budget } from './budget'
+import { baseFunction } from './versions'
 
 export const MASK = '******'
 
@@ -212,7 +213,8 @@ export class Secrecy {
   }
 
   /** `fn` computed `result` from `args`, which hold a secret: learn what of the result is secret. */
-  derive(fn: string, args: unknown, result: unknown): void {
+  derive(impl: string, args: unknown, result: unknown): void {
+    const fn = baseFunction(impl)
     if (PASSING_ON.has(fn)) return
     if (fn === 'repeat') return this.deriveRepeat(args, result)
     if (fn === 'map_replace') return this.deriveMapReplace(args, result)
@@ -226,8 +228,10 @@ export class Secrecy {
    * whose secret strings are forms already.
    */
   private deriveRepeat(args: unknown, result: unknown): void {
-    const a = args as { for_each: Record<string, unknown[]>; template: unknown }
-    const secretVar = Object.values(a.for_each).some((list) => list.some((x) => this.isForm(typeof x === 'object' && x !== null ? JSON.stringify(x) : x)))
+    const a = args as { for_each: Record<string, unknown>; template: unknown }
+    const form = (x: unknown) => this.isForm(typeof x === 'object' && x !== null ? JSON.stringify(x) : x)
+    // A variable's values: a list's items, or a map's keys (secret when the map is: a hidden json parameter's keys are not forms of their own).
+    const secretVar = Object.values(a.for_each).some((v) => (Array.isArray(v) ? v.some(form) : v !== null && typeof v === 'object' && (form(v) || Object.keys(v).some(form))))
     if (!secretVar) return
     const written = new Set<string>()
     walkStrings(a.template, (s) => written.add(s), this.budget)

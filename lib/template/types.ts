@@ -228,6 +228,8 @@ export interface ResolveContext {
   /** `get_attr`: the whole value of one attribute of a resource, or UNKNOWN. The template module
    *  applies any nested path (`get_attr: [r, attr, key, 0]`) itself. */
   getAttr(name: string, attribute: string): unknown
+  /** `get_attr: [name]`: every attribute value the resource has (null: none yet), or UNKNOWN. */
+  getAttrs?(name: string): Record<string, unknown> | null | Unknown
   /** Whether the resource's type declares this attribute `secret` (absent: none is). */
   secretAttribute?(name: string, attribute: string): boolean
   /** Secret forms the resource's row was made from (its stored secret_forms): an attribute holding one is secret. */

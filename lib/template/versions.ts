@@ -36,8 +36,8 @@ export const FUNCTION_SINCE: Record<string, string> = {
   repeat: '2015-04-30',
   digest: '2015-04-30',
   str_split: '2015-10-15',
-  map_merge: '2015-10-15',
-  map_replace: '2016-04-08',
+  map_merge: '2016-04-08',
+  map_replace: '2016-10-14',
   if: '2016-10-14',
   equals: '2016-10-14',
   not: '2016-10-14',
@@ -49,8 +49,48 @@ export const FUNCTION_SINCE: Record<string, string> = {
   list_concat_unique: '2017-09-01',
   contains: '2017-09-01',
   make_url: '2017-09-01',
-  str_replace_vstrict: '2018-03-02',
+  str_replace_vstrict: '2017-09-01',
 }
+
+/** Functions Heat registers only as condition functions: anywhere else they are refused. */
+export const CONDITION_ONLY = new Set(['equals', 'not', 'and', 'or'])
+/** The other functions Heat parses inside a condition (its condition_functions): every other one is refused there. */
+export const IN_CONDITION = new Set(['get_param', 'contains'])
+
+/** `get_attr: [resource]` (every attribute of the resource, as a map): Heat's GetAttAllAttributes. */
+export const GET_ATTR_ALL_SINCE = '2015-10-15'
+/** `if` with two arguments (the enclosing item is dropped when the condition is false): Heat's IfNullable. */
+export const IF_NULLABLE_SINCE = '2021-04-16'
+
+/** How a function changes with the version (Heat registers another class for it from then on). */
+export const FUNCTION_CHANGES: { fn: string; since: string; change: string }[] = [
+  { fn: 'get_attr', since: GET_ATTR_ALL_SINCE, change: '`get_attr: [resource]` gives every attribute of the resource as a map (without `show`)' },
+  { fn: 'list_join', since: '2015-10-15', change: 'takes more than one list (a null one is skipped); a map or list item is joined as JSON. Before, one list of strings' },
+  { fn: 'str_replace', since: '2015-10-15', change: 'a map or list value is put in as JSON. Before, a value must be a string, a number or a boolean' },
+  { fn: 'repeat', since: '2016-10-14', change: 'a `for_each` value may be a map: its keys are the values' },
+  { fn: 'repeat', since: '2017-09-01', change: '`permutations: false` pairs the i-th values instead of taking every combination' },
+  { fn: 'if', since: IF_NULLABLE_SINCE, change: 'the value if false may be left out: the enclosing list item, map entry or property is then left out' },
+]
+
+/**
+ * The implementation a function has in a version, as the key of DATA_FUNCTIONS: Heat registers
+ * different classes for the same name (Join before JoinMultiple, Replace before ReplaceJson,
+ * Repeat before RepeatWithMap before RepeatWithNestedLoop), and a Deferred must remember which.
+ */
+export function implementationOf(fn: string, version: string): string {
+  switch (fn) {
+    case 'list_join':
+    case 'str_replace':
+      return version < '2015-10-15' ? `${fn}@2013-05-23` : fn
+    case 'repeat':
+      return version < '2016-10-14' ? 'repeat@2015-04-30' : version < '2017-09-01' ? 'repeat@2016-10-14' : fn
+    default:
+      return fn
+  }
+}
+
+/** The function a DATA_FUNCTIONS key implements (`list_join@2013-05-23` -> `list_join`). */
+export const baseFunction = (impl: string): string => impl.split('@')[0]!
 
 /** Functions Heat has that Kiln does not evaluate: a clear error rather than silent data. */
 export const UNSUPPORTED_FUNCTIONS: Record<string, string> = {

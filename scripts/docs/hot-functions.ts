@@ -4,7 +4,7 @@
  * function needs, and the functions it refuses (with the message the user
  * gets). What each function does is in docs/guide/templates.md.
  */
-import { CONDITIONS_SINCE, FUNCTION_SINCE, UNSUPPORTED_FUNCTIONS, VERSIONS } from '../../lib/template/versions'
+import { CONDITION_ONLY, CONDITIONS_SINCE, FUNCTION_CHANGES, FUNCTION_SINCE, IN_CONDITION, UNSUPPORTED_FUNCTIONS, VERSIONS } from '../../lib/template/versions'
 import { code, generatedHeader, table } from './markdown'
 
 export const HOT_SOURCES = ['lib/template/versions.ts']
@@ -26,7 +26,13 @@ export function hotFunctionsReference(): string {
     '',
     '## Functions',
     '',
-    table(['Function', 'Available from'], fns.map(([name, since]) => [code(name), code(since)])),
+    table(['Function', 'Available from', 'Where'], fns.map(([name, since]) => [code(name), code(since), CONDITION_ONLY.has(name) ? 'conditions only' : IN_CONDITION.has(name) ? 'anywhere' : 'outside conditions'])),
+    '',
+    'As in Heat, `equals`, `not`, `and` and `or` are refused outside a condition, and inside one only they, `get_param` and `contains` may be used.',
+    '',
+    '## Changes by version',
+    '',
+    table(['Function', 'From', 'Change'], FUNCTION_CHANGES.map((c) => [code(c.fn), code(c.since), c.change])),
     '',
     '## Refused',
     '',

@@ -192,6 +192,15 @@ describe('REST API', () => {
     })
     expect(cyc.status).toBe(400)
     expect(cyc.body.error.issues[0].cycles).toEqual([['a', 'b']])
+    // A function Heat refuses (before its version, or a condition function outside a condition): a 400 at its place.
+    const refused = await api.call('POST', '/api/templates/validate', {
+      body: { template: 'heat_template_version: 2015-10-15\nresources:\n  v:\n    type: OS::Heat::Value\n    properties:\n      value: { map_merge: [{ a: 1 }] }\n  w:\n    type: OS::Heat::Value\n    properties:\n      value: { equals: [1, 1] }\n' },
+    })
+    expect(refused.status).toBe(400)
+    expect(refused.body.error.issues.filter((i: { code: string }) => i.code === 'function').map((i: { path: string; line: number }) => [i.path, i.line])).toEqual([
+      ['resources.v.properties.value.map_merge', 6],
+      ['resources.w.properties.value.equals', 10],
+    ])
     await api.call('POST', '/api/stacks', { body: { name: 'dup', template: chain('a') } })
     expect((await api.call('POST', '/api/stacks', { body: { name: 'dup', template: chain('a') } })).status).toBe(409)
   })
