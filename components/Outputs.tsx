@@ -2,8 +2,9 @@
 /** The stack's outputs, read when the tab opens (resolving them evaluates the template) and again after each event batch that ended a traversal. */
 import { useEffect, useState } from 'react'
 import { api } from './api'
+import { OutputValue } from './OutputValue'
 
-type Output = { value: unknown; description?: string; error?: string }
+type Output = { value: unknown; description?: string; error?: string; sensitive?: boolean }
 
 export function Outputs({ stackId, version }: { stackId: string; version: number }) {
   const [outputs, setOutputs] = useState<Record<string, Output> | null>(null)
@@ -22,7 +23,7 @@ export function Outputs({ stackId, version }: { stackId: string; version: number
   return (
     <dl className="outputs" data-testid="outputs">
       {Object.entries(outputs).map(([k, o]) => (
-        <div key={k}><dt>{k}</dt><dd>{o.error ? <span className="error">{o.error}</span> : <code>{JSON.stringify(o.value)}</code>}{o.description ? <small> {o.description}</small> : null}</dd></div>
+        <div key={k}><dt>{k}</dt><dd><OutputValue stackId={stackId} name={k} output={o} />{o.description ? <small> {o.description}</small> : null}</dd></div>
       ))}
       {Object.keys(outputs).length === 0 && <p>No outputs.</p>}
     </dl>

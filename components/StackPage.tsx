@@ -328,7 +328,7 @@ export function StackPage({ stackId, traversalId = null, initialNode = null, ini
       {!replaying && <SupersedeBanner stackId={stackId} blocked={blocked} traversals={live.traversals} onInspect={(id, from) => inspect(id, from)} />}
 
       {editorShown ? (
-        <SplitPane label="resize the template editor" first={<div id="template-pane"><TemplatePanel stackId={stackId} running={running} disabled={deleted} busy={busy} run={run} /></div>} second={graphPane} />
+        <SplitPane label="resize the template editor" first={<div id="template-pane"><TemplatePanel stackId={stackId} stack={live.stack} running={running} disabled={deleted} busy={busy} run={run} onStarted={() => live.refresh()} /></div>} second={graphPane} />
       ) : (
         graphPane
       )}

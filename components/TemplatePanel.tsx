@@ -7,13 +7,19 @@
 import { useEffect, useState } from 'react'
 import { api, ApiError, type ApiIssue } from './api'
 import { ParametersForm, parameterValues } from './ParametersForm'
+import { EditGuardView } from './EditGuard'
 import { PreviewPanel, type PreviewResult } from './PreviewPanel'
 import { TemplateEditor, ValidationLine } from './TemplateEditor'
+import { useEditGuard } from './use-edit-guard'
 import { parametersOf, useValidation } from './use-validation'
 
 export type Runner = (what: string, fn: () => Promise<string>) => Promise<ApiError | Error | null>
 
-export function TemplatePanel({ stackId, running, disabled, busy, run }: { stackId: string; running: boolean; disabled: boolean; busy: boolean; run: Runner }) {
+/**
+ * `stack`: the page's live copy of the stack (a new template version under the open editor is noticed from it);
+ * `onStarted`: an update the edit guard sent on the user's choice (supersede knowingly, force) started.
+ */
+export function TemplatePanel({ stackId, stack, running, disabled, busy, run, onStarted }: { stackId: string; stack: object | null; running: boolean; disabled: boolean; busy: boolean; run: Runner; onStarted: () => void }) {
   const [loaded, setLoaded] = useState<{ source: string; template: Record<string, unknown> } | null>(null)
   const [loadError, setLoadError] = useState<string | null>(null)
   const [source, setSource] = useState<string | null>(null)
@@ -22,6 +28,8 @@ export function TemplatePanel({ stackId, running, disabled, busy, run }: { stack
   const [preview, setPreview] = useState<PreviewResult | null>(null)
   const edited = loaded !== null && source !== null && source !== loaded.source
   const validation = useValidation(source ?? '', { skip: !edited, parameters: parametersOf(loaded?.template) })
+  // Every update names the version this edit was written against; a stale edit is refused and shown, never applied.
+  const guard = useEditGuard(stackId, stack, setSource, () => onStarted())
 
   useEffect(() => {
     api<{ source: string; template: Record<string, unknown> }>('GET', `/api/stacks/${stackId}/template`)
@@ -42,7 +50,9 @@ export function TemplatePanel({ stackId, running, disabled, busy, run }: { stack
   }
   const submit = () =>
     withIssues('Update', async () => {
-      const r = await api<{ traversalId: string; superseded: string | null }>('PUT', `/api/stacks/${stackId}`, body())
+      const r = await guard.update(body())
+      // Refused (the stack changed meanwhile) or unchanged: the guard shows which, and what to do.
+      if (!r) return 'Nothing was started: see the note below the editor.'
       setPreview(null)
       setLoaded((l) => (l ? { ...l, source: source ?? l.source } : l))
       return r.superseded && running ? `Update submitted; it superseded traversal ${r.superseded.slice(0, 8)}.` : 'Update submitted.'
@@ -66,6 +76,7 @@ export function TemplatePanel({ stackId, running, disabled, busy, run }: { stack
         <button type="button" onClick={doPreview} disabled={busy || disabled || source === null}>Preview</button>
         <button type="button" className="primary" onClick={submit} disabled={busy || disabled || source === null}>{running ? 'Submit (supersede)' : 'Submit update'}</button>
       </div>
+      {source !== null && <EditGuardView guard={guard} source={source} onSource={setSource} busy={busy} />}
       {preview && <PreviewPanel preview={preview} />}
     </section>
   )

@@ -18,6 +18,8 @@ export class ApiError extends Error {
     readonly code: string,
     message: string,
     readonly issues: ApiIssue[] = [],
+    /** The error body's other fields (a conflict's `current`, `since`, `diff`). */
+    readonly details: Record<string, unknown> = {},
   ) {
     super(message)
   }
@@ -29,6 +31,7 @@ export function setCsrfToken(token: string | null) {
   csrf = token
 }
 
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the API's JSON, typed by each caller
 export async function api<T = any>(method: string, path: string, body?: unknown): Promise<T> {
   const headers: Record<string, string> = { accept: 'application/json' }
   if (body !== undefined) headers['content-type'] = 'application/json'
@@ -40,7 +43,8 @@ export async function api<T = any>(method: string, path: string, body?: unknown)
     throw new ApiError(0, 'network', 'cannot reach the Kiln server')
   }
   const text = await res.text()
-  let parsed: any = null
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- an error body or the caller's T
+  let parsed: any
   try {
     parsed = text ? JSON.parse(text) : null
   } catch {
@@ -48,7 +52,7 @@ export async function api<T = any>(method: string, path: string, body?: unknown)
   }
   if (!res.ok) {
     const e = parsed?.error ?? {}
-    throw new ApiError(res.status, String(e.code ?? 'error'), String(e.message ?? `${res.status} ${res.statusText}`), Array.isArray(e.issues) ? e.issues : [])
+    throw new ApiError(res.status, String(e.code ?? 'error'), String(e.message ?? `${res.status} ${res.statusText}`), Array.isArray(e.issues) ? e.issues : [], e)
   }
   return parsed as T
 }

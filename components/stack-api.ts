@@ -79,7 +79,7 @@ export function workerIds(events: EventRow[]): string[] {
 export async function fetchEvents(stackId: string, opts: { after: number; traversal?: string }): Promise<{ events: EventRow[]; lastSeq: number }> {
   const out: EventRow[] = []
   let after = opts.after
-  let lastSeq = 0
+  let lastSeq: number
   for (;;) {
     const q = new URLSearchParams({ after: String(after), limit: String(EVENTS_PAGE) })
     if (opts.traversal) q.set('traversal', opts.traversal)

@@ -125,6 +125,8 @@ const EnvSchema = z.object({
   KILN_TEMPLATE_EVAL_THREADS: int(2),
   /** Stack timeout when a request does not give one (minutes). */
   KILN_DEFAULT_TIMEOUT_MINS: int(60),
+  /** How long a saved plan can be applied after it was computed (ms; default 24 h). */
+  KILN_PLAN_TTL_MS: int(86_400_000),
   /** Mark the session cookie `Secure` (serve Kiln behind https). */
   KILN_SECURE_COOKIES: bool(false),
   /**

@@ -3,6 +3,7 @@
  *   - its traversal's deadline passes (a timer per action);
  *   - the stack is deleted while it runs (NOTIFY kiln_abort, mode 'others');
  *   - its traversal timed out elsewhere (NOTIFY kiln_abort, mode 'this');
+ *   - an update preempts it: its row's target changed (NOTIFY kiln_abort, mode 'rows');
  *   - the worker shuts down and the drain period is over, or it lost its lease.
  */
 import type { ActionSignals } from '../lib/engine/check-resource'
@@ -11,14 +12,20 @@ import type { ClaimedJob } from '../lib/engine/ports'
 interface Entry {
   stackId: string
   traversalId: string | null
+  /** The row the action is on. */
+  resourceId: number | null
   controller: AbortController
 }
 
 export interface AbortNotice {
   stack_id: string
   traversal_id: string
-  /** 'others': abort every action of the stack not of this traversal; 'this': abort this traversal's actions */
-  mode: 'others' | 'this'
+  /**
+   * 'others': abort every action of the stack not of this traversal; 'this': abort this traversal's actions;
+   * 'rows': abort the actions on these rows not of this traversal (a preempting update).
+   */
+  mode: 'others' | 'this' | 'rows'
+  rows?: number[]
   reason: string
 }
 
@@ -40,9 +47,9 @@ export class ActionAborts implements ActionSignals {
     const key = ++this.seq
     const timer = setTimeout(() => controller.abort(new Error('timed out')), Math.max(0, deadline.getTime() - Date.now()))
     timer.unref()
-    this.active.set(key, { stackId: job.stackId, traversalId: job.traversalId, controller })
+    this.active.set(key, { stackId: job.stackId, traversalId: job.traversalId, resourceId: job.resourceId, controller })
     const last = this.recent.get(job.stackId)
-    if (last && Date.now() - last.at < NOTICE_MEMORY_MS && hits(last.notice, job.traversalId)) controller.abort(new Error(last.notice.reason))
+    if (last && Date.now() - last.at < NOTICE_MEMORY_MS && hits(last.notice, job.traversalId, job.resourceId)) controller.abort(new Error(last.notice.reason))
     return {
       signal: controller.signal,
       close: () => {
@@ -60,7 +67,7 @@ export class ActionAborts implements ActionSignals {
     let count = 0
     for (const e of this.active.values()) {
       if (e.stackId !== n.stack_id || e.controller.signal.aborted) continue
-      if (!hits(n, e.traversalId)) continue
+      if (!hits(n, e.traversalId, e.resourceId)) continue
       e.controller.abort(new Error(n.reason))
       count++
     }
@@ -82,6 +89,8 @@ export class ActionAborts implements ActionSignals {
   }
 }
 
-function hits(n: AbortNotice, traversalId: string | null): boolean {
-  return n.mode === 'this' ? traversalId === n.traversal_id : traversalId !== n.traversal_id
+function hits(n: AbortNotice, traversalId: string | null, resourceId: number | null): boolean {
+  if (n.mode === 'this') return traversalId === n.traversal_id
+  if (n.mode === 'rows') return traversalId !== n.traversal_id && resourceId !== null && (n.rows ?? []).includes(resourceId)
+  return traversalId !== n.traversal_id
 }

@@ -4,7 +4,9 @@ import type { Db } from '../db/client'
 import type { Logger } from '../logger'
 import type { Registry } from '../resources/registry'
 import type { AccountService, Principal } from '../services/accounts'
+import type { PlanService } from '../services/plans'
 import type { ReadService } from '../services/reads'
+import type { ImportService } from '../services/imports'
 import type { StackService } from '../services/stacks'
 import type { Actor } from '../services/stacks'
 import type { Limits } from '../services/templates'
@@ -12,6 +14,9 @@ import type { Limits } from '../services/templates'
 export interface ApiDeps {
   db: Db
   stacks: StackService
+  plans: PlanService
+  /** Adopting existing objects into a stack (external_id), and its preview. */
+  imports: ImportService
   reads: ReadService
   accounts: AccountService
   registry: Registry

@@ -8,6 +8,7 @@
  */
 import { describeType } from '../resources/registry'
 import type { Principal } from '../services/accounts'
+import { NotFoundError } from '../services/errors'
 import type { PreviewItem } from '../services/preview'
 import { MASK } from '../services/reads'
 import { actorOf, type ApiDeps } from './deps'
@@ -61,6 +62,9 @@ export function heatRoutes(d: ApiDeps, router: Router<Principal>, signals: Signa
 
   const submission = (b: Record<string, unknown>) => {
     const template = b.template ?? (typeof b.template_url === 'string' ? fail('template_url is not supported: send the template itself') : undefined)
+    // Inputs Kiln cannot honour are refused, never ignored.
+    if (b.files_container !== undefined && b.files_container !== null) fail('files_container is not supported: Kiln has no Swift to read files from; send the template and environment themselves')
+    if (b.adopt_stack_data !== undefined && b.adopt_stack_data !== null) fail("adopt_stack_data (Heat's stack adopt) is not supported: give the resources to adopt an external_id and import them (POST /api/import)")
     const environment = (b.environment ?? undefined) as Record<string, unknown> | string | undefined
     const files = b.files as Record<string, unknown> | undefined
     if (files && Object.keys(files).length && environment && typeof environment === 'object' && environment.resource_registry) {
@@ -74,6 +78,40 @@ export function heatRoutes(d: ApiDeps, router: Router<Principal>, signals: Signa
       ...(typeof b.timeout_mins === 'number' ? { timeoutMins: b.timeout_mins } : {}),
       ...(typeof b.disable_rollback === 'boolean' ? { disableRollback: b.disable_rollback } : {}),
     }
+  }
+  /** Heat's boolean body fields: a JSON boolean, or the strings true/false (Heat's extract_bool); anything else is a 400 naming the field. */
+  const flag = (b: Record<string, unknown>, key: string): boolean | undefined => {
+    const v = b[key]
+    if (v === undefined || v === null) return undefined
+    if (typeof v === 'boolean') return v
+    if (typeof v === 'string' && /^(true|false)$/i.test(v)) return v.toLowerCase() === 'true'
+    return fail(`${key} must be true or false (got ${JSON.stringify(v)})`)
+  }
+  /** Heat's tags: a list of strings, or one comma-separated string (as heatclient sends them). */
+  const tagsOf = (b: Record<string, unknown>): string[] | undefined => {
+    const t = b.tags
+    if (t === undefined || t === null) return undefined
+    if (typeof t === 'string') return t.split(',').map((s) => s.trim()).filter(Boolean)
+    if (Array.isArray(t) && t.every((s) => typeof s === 'string')) return t as string[]
+    return fail('tags must be a list of strings or a comma-separated string')
+  }
+  /**
+   * The fields only an update takes (converge, tags, clear_parameters on a PATCH), refused where they would be
+   * ignored: on a preview, which changes and observes nothing, and clear_parameters on a PUT, which reuses no
+   * stored parameters.
+   */
+  const updateOnly = (b: Record<string, unknown>, how: { preview: boolean; reusesParameters: boolean }) => {
+    const converge = flag(b, 'converge')
+    const tags = tagsOf(b)
+    const clear = b.clear_parameters
+    if (clear !== undefined && clear !== null && !(Array.isArray(clear) && clear.every((s) => typeof s === 'string'))) fail('clear_parameters must be a list of parameter names')
+    const clearParameters = (clear as string[] | undefined | null) ?? undefined
+    if (how.preview) {
+      if (converge) fail('converge: a preview does not observe resources; run a drift check (POST /api/stacks/{stack}/drift) to see what converge would bring back')
+      if (tags) fail('tags: a preview changes no tags; send them with the update itself')
+    }
+    if (!how.reusesParameters && clearParameters?.length) fail('clear_parameters: an update with a new template reuses no stored parameters; clear them with PATCH (openstack stack update --existing --clear-parameter)')
+    return { ...(converge ? { converge } : {}), ...(tags ? { tags } : {}), ...(clearParameters?.length ? { clearParameters } : {}) }
   }
   const body = async (c: Ctx) => {
     const b = await c.json()
@@ -171,15 +209,17 @@ export function heatRoutes(d: ApiDeps, router: Router<Principal>, signals: Signa
     })
     .add('PUT', ['/v1/:project/stacks/:name/:id', '/v1/:project/stacks/:name'], async (c) => {
       const s = await identified(c)
-      const b = submission(await body(c))
+      const raw = await body(c)
+      const b = submission(raw)
       if (b.template === undefined) fail('template is required (use PATCH to reuse the existing template)')
-      await d.stacks.update(actorOf(c.principal), String(s.id), b)
+      await d.stacks.update(actorOf(c.principal), String(s.id), { ...b, ...updateOnly(raw, { preview: false, reusesParameters: false }) })
       return new Response(null, { status: 202 })
     })
     .add('PATCH', ['/v1/:project/stacks/:name/:id', '/v1/:project/stacks/:name'], async (c) => {
       const s = await identified(c)
-      const b = submission(await body(c))
-      await d.stacks.update(actorOf(c.principal), String(s.id), { ...b, existing: b.template === undefined })
+      const raw = await body(c)
+      const b = submission(raw)
+      await d.stacks.update(actorOf(c.principal), String(s.id), { ...b, ...updateOnly(raw, { preview: false, reusesParameters: b.template === undefined }), existing: b.template === undefined })
       return new Response(null, { status: 202 })
     })
     .add('DELETE', '/v1/:project/stacks/:name/:id', async (c) => {
@@ -189,8 +229,9 @@ export function heatRoutes(d: ApiDeps, router: Router<Principal>, signals: Signa
     })
     .add('PUT', ['/v1/:project/stacks/:name/:id/preview', '/v1/:project/stacks/:name/preview'], async (c) => {
       const s = await identified(c)
-      const b = submission(await body(c))
-      const p = await d.stacks.preview(actorOf(c.principal), String(s.id), { ...b, existing: b.template === undefined })
+      const raw = await body(c)
+      const b = submission(raw)
+      const p = await d.stacks.preview(actorOf(c.principal), String(s.id), { ...b, ...updateOnly(raw, { preview: true, reusesParameters: b.template === undefined }), existing: b.template === undefined })
       const group = (a: PreviewItem['action']) => p.items.filter((i) => i.action === a).map((i) => ({ resource_name: i.name, resource_type: i.type, resource_action: 'INIT', resource_status: 'COMPLETE', resource_identity: {}, stack_name: s.name, stack_identity: { stack_id: s.id, stack_name: s.name, tenant: c.principal.projectId, path: '' } }))
       return json({ resource_changes: { added: group('create'), updated: group('update'), replaced: group('replace'), deleted: group('delete'), unchanged: group('unchanged') } })
     })
@@ -226,8 +267,11 @@ export function heatRoutes(d: ApiDeps, router: Router<Principal>, signals: Signa
     })
     .add('GET', '/v1/:project/stacks/:name/:id/outputs/:key', async (c) => {
       const s = await identified(c)
-      const o = (await d.reads.outputs(actorOf(c.principal), String(s.id)))[c.params.key!]
-      if (!o) throw new HttpError(404, 'not_found', `Specified output key ${c.params.key} not found.`)
+      // `openstack stack output show` names the output: an explicit request, so a sensitive one is shown.
+      const o = await d.reads.output(actorOf(c.principal), String(s.id), c.params.key!, { reveal: true }).catch((err: unknown) => {
+        if (err instanceof NotFoundError) throw new HttpError(404, 'not_found', `Specified output key ${c.params.key} not found.`)
+        throw err
+      })
       return json({ output: { output_key: c.params.key, output_value: o.value, description: o.description ?? 'No description given', ...(o.error ? { output_error: o.error } : {}) } })
     })
     .add('GET', '/v1/:project/stacks/:name/:id/resources', async (c) => {
@@ -240,7 +284,7 @@ export function heatRoutes(d: ApiDeps, router: Router<Principal>, signals: Signa
       const rows = current(await d.reads.resources(actorOf(c.principal), String(s.id)))
       const r = rows.find((x) => x.name === c.params.resource)
       if (!r) throw new HttpError(404, 'not_found', `The Resource (${c.params.resource}) could not be found.`)
-      return json({ resource: { ...resourceBody(c, s, r, rows), attributes: r.attributes, description: '', metadata: {} } })
+      return json({ resource: { ...resourceBody(c, s, r, rows), attributes: r.attributes, description: r.description, metadata: {} } })
     })
     // Heat's resource-signal: 200 with no body.
     .add('POST', '/v1/:project/stacks/:name/:id/resources/:resource/signal', async (c) => {

@@ -230,6 +230,13 @@ export function errorResponse(err: unknown, onUnexpected: (err: unknown) => void
   return json({ error: { code: 'internal', message: INTERNAL_MESSAGE } }, 500)
 }
 
+/** A true/false query parameter (`true`/`1`, `false`/`0`); anything else is refused, never read as false. */
+export const boolParam = (v: string | null, name: string): boolean => {
+  if (v === null || v === '' || v === 'false' || v === '0') return false
+  if (v === 'true' || v === '1') return true
+  throw new HttpError(400, 'invalid_query', `${name} must be true or false`)
+}
+
 export const intParam = (v: string | null, def: number, min: number, max: number, name: string): number => {
   if (v === null || v === '') return def
   if (!/^\d+$/.test(v)) throw new HttpError(400, 'invalid_query', `${name} must be a non-negative integer`)

@@ -10,17 +10,26 @@ import { checkSubmission } from '../services/templates'
 import { typeCatalog } from '../resources/registry'
 import { ForbiddenError, ValidationError } from '../services/errors'
 import { actorOf, type ApiDeps } from './deps'
-import { HttpError, intParam, json, parse, Router, sessionCookie, tooManyAttempts } from './http'
+import { boolParam, HttpError, intParam, json, parse, Router, sessionCookie, tooManyAttempts } from './http'
 import { openApiDocument } from './openapi'
 import { webMetrics } from '../services/metrics'
 import { signalFrom, type SignalService } from '../services/signals'
-import { CancelBody, CreateBody, SignalBody, LoginBody, ProjectBody, TokenBody, UpdateBody, ValidateBody } from './schemas'
+import { CancelBody, CreateBody, ImportBody, SignalBody, LoginBody, PreviewBody, ProjectBody, TokenBody, UPDATE_ONLY_FIELDS, UpdateBody, ValidateBody } from './schemas'
+import { expectedFrom, stackEtag } from './versioning'
+import { currentVersion, diffNamed, traversalVersion } from '../services/versions'
 
 const GRAPH_FORMATS = ['json', 'dot', 'graphml'] as const
 
 export function kilnRoutes(d: ApiDeps, router: Router<Principal>, signals: SignalService): void {
-  const accepted = (res: { stack: { id: string; name: string }; traversalId: string | null; action: string; superseded: string | null }, status = 202) =>
-    json({ stack: res.stack, action: res.action, traversalId: res.traversalId, superseded: res.superseded }, status)
+  const accepted = (res: { stack: { id: string; name: string }; traversalId: string | null; action: string; superseded: string | null; noChanges?: true; templateId?: string }, status = 202) =>
+    res.noChanges
+      ? json({ stack: res.stack, action: res.action, traversalId: null, superseded: null, noChanges: true, message: 'no changes: the stack already converges to this template, environment and parameters; nothing was started (send force: true to start an update anyway)' }, 200)
+      : json({ stack: res.stack, action: res.action, traversalId: res.traversalId, superseded: res.superseded, ...(res.templateId ? { templateId: res.templateId } : {}) }, status)
+  /** An update request's guard: the version it was written against (body.expect or If-Match), and "no changes" unless forced. */
+  const guardOf = (req: Request, b: { expect?: string | undefined; force?: boolean | undefined }) => {
+    const expected = expectedFrom(b.expect, req.headers.get('if-match'))
+    return { ...expected, skipUnchanged: b.force !== true }
+  }
 
   router
     // Public: up or down, nothing about the machine. The details (hosts, pids, versions) are for admins.
@@ -114,25 +123,56 @@ export function kilnRoutes(d: ApiDeps, router: Router<Principal>, signals: Signa
       const outputs = c.url.searchParams.get('outputs')
       if (outputs !== null && outputs !== '0' && outputs !== '1') throw new HttpError(400, 'invalid_query', 'outputs must be 0 or 1')
       const actor = actorOf(c.principal)
-      return json({ stack: outputs === '0' ? await d.reads.showSummary(actor, c.params.stack!) : await d.reads.show(actor, c.params.stack!) })
+      const stack = outputs === '0' ? await d.reads.showSummary(actor, c.params.stack!) : await d.reads.show(actor, c.params.stack!)
+      // The ETag names the template version: an update sends it back as If-Match (or as `expect`).
+      return json({ stack }, 200, stack.templateId ? { etag: stackEtag(stack.templateId) } : {})
     })
     .add('PUT', '/api/stacks/:stack', async (c) => {
-      const b = parse(UpdateBody, await c.json())
+      const { expect, force, ...b } = parse(UpdateBody, await c.json())
       if (!b.template && !b.existing) throw new ValidationError('give a template, or existing: true to reuse the current one (or use PATCH)')
-      return accepted(await d.stacks.update(actorOf(c.principal), c.params.stack!, b))
+      if (b.clearParameters && !b.existing) throw refused('clearParameters', 'it clears stored parameter values, which only an update that reuses them has (PATCH without a template, or existing: true)')
+      return accepted(await d.stacks.update(actorOf(c.principal), c.params.stack!, b, guardOf(c.req, { expect, force })))
     })
     .add('PATCH', '/api/stacks/:stack', async (c) => {
-      const b = parse(UpdateBody, await c.json())
-      return accepted(await d.stacks.update(actorOf(c.principal), c.params.stack!, { ...b, existing: b.template === undefined }))
+      const { expect, force, ...b } = parse(UpdateBody, await c.json())
+      if (b.clearParameters && b.template !== undefined && !b.existing) throw refused('clearParameters', 'it clears stored parameter values, which an update with a new template does not reuse')
+      return accepted(await d.stacks.update(actorOf(c.principal), c.params.stack!, { ...b, existing: b.template === undefined }, guardOf(c.req, { expect, force })))
     })
     .add('DELETE', '/api/stacks/:stack', async (c) => accepted(await d.stacks.delete(actorOf(c.principal), c.params.stack!)))
     .add('POST', '/api/stacks/:stack/preview', async (c) => {
-      const b = parse(UpdateBody, await c.json())
+      const b = previewBody(await c.json())
       return json(await d.stacks.preview(actorOf(c.principal), c.params.stack!, { ...b, existing: b.existing ?? b.template === undefined }))
+    })
+
+    // ---- saved plans ----
+    .add('POST', '/api/stacks/:stack/plans', async (c) => {
+      const b = previewBody(await c.json())
+      return json({ plan: await d.plans.create(actorOf(c.principal), c.params.stack!, { ...b, existing: b.existing ?? b.template === undefined }) }, 201)
+    })
+    .add('GET', '/api/stacks/:stack/plans', async (c) => json({ plans: await d.plans.list(actorOf(c.principal), c.params.stack!) }))
+    .add('GET', '/api/stacks/:stack/plans/:plan', async (c) => json({ plan: await d.plans.show(actorOf(c.principal), c.params.stack!, c.params.plan!) }))
+    .add('DELETE', '/api/stacks/:stack/plans/:plan', async (c) => {
+      await d.plans.discard(actorOf(c.principal), c.params.stack!, c.params.plan!)
+      return json(null, 204)
+    })
+    .add('POST', '/api/stacks/:stack/plans/:plan/apply', async (c) => {
+      parse(z.object({}).strict(), await c.json())
+      return accepted(await d.plans.apply(actorOf(c.principal), c.params.stack!, c.params.plan!))
+    })
+    .add('GET', '/api/plans/:plan', async (c) => json({ plan: await d.plans.byId(actorOf(c.principal), c.params.plan!) }))
+
+    // ---- import: adopt existing objects (external_id) into a new or existing stack ----
+    .add('POST', '/api/import/preview', async (c) => json(await d.imports.preview(actorOf(c.principal), parse(ImportBody, await c.json()))))
+    .add('POST', '/api/import', async (c) => {
+      const res = await d.imports.run(actorOf(c.principal), parse(ImportBody, await c.json()))
+      return json({ stack: res.stack, action: res.action, traversalId: res.traversalId, superseded: res.superseded, created: res.created }, res.created ? 201 : 202)
     })
     .add('POST', '/api/stacks/:stack/cancel', async (c) => accepted(await d.stacks.cancel(actorOf(c.principal), c.params.stack!, parse(CancelBody, await c.json()))))
     .add('POST', '/api/stacks/:stack/rollback', async (c) => accepted(await d.stacks.rollback(actorOf(c.principal), c.params.stack!)))
     .add('POST', '/api/stacks/:stack/check', async (c) => accepted(await d.stacks.check(actorOf(c.principal), c.params.stack!)))
+    .add('POST', '/api/stacks/:stack/drift', async (c) => accepted(await d.stacks.drift(actorOf(c.principal), c.params.stack!)))
+    .add('GET', '/api/stacks/:stack/drift', async (c) => json({ drift: await d.reads.drift(actorOf(c.principal), c.params.stack!) }))
+    .add('GET', '/api/stacks/:stack/snapshots', async (c) => json({ snapshots: await d.reads.snapshots(actorOf(c.principal), c.params.stack!) }))
     .add('POST', '/api/stacks/:stack/resources/:resource/signal', async (c) => {
       const stack = await d.reads.stackRow(actorOf(c.principal), c.params.stack!)
       const body = parse(SignalBody, await c.json())
@@ -167,8 +207,6 @@ export function kilnRoutes(d: ApiDeps, router: Router<Principal>, signals: Signa
       const t = c.params.traversal === 'current' ? 'current' : uuid(c.params.traversal!, 'traversal')
       return json({ traversal: await d.reads.traversal(actorOf(c.principal), c.params.stack!, t) })
     })
-    .add('GET', '/api/stacks/:stack/traversals/:traversal/template', async (c) =>
-      json(await d.reads.traversalTemplate(actorOf(c.principal), c.params.stack!, uuid(c.params.traversal!, 'traversal'))))
     .add('GET', '/api/stacks/:stack/traversals/:traversal/graph', async (c) => {
       const format = (c.url.searchParams.get('format') ?? 'json') as (typeof GRAPH_FORMATS)[number]
       if (!GRAPH_FORMATS.includes(format)) throw new HttpError(400, 'invalid_query', `format must be one of ${GRAPH_FORMATS.join(', ')}`)
@@ -177,7 +215,28 @@ export function kilnRoutes(d: ApiDeps, router: Router<Principal>, signals: Signa
       return new Response(g.body, { headers: { 'content-type': g.contentType, 'content-disposition': `inline; filename="${g.filename}"`, 'cache-control': 'no-store' } })
     })
     .add('GET', '/api/stacks/:stack/template', async (c) => json(await d.reads.template(actorOf(c.principal), c.params.stack!)))
+    // A traversal's template version (the template it converges to), hidden values masked: the history's and `kiln stack diff`'s.
+    .add('GET', '/api/stacks/:stack/traversals/:traversal/template', async (c) => {
+      const stack = await d.stacks.find(actorOf(c.principal), c.params.stack!)
+      // `current`: the template the stack converges to now (also after a cancel left no traversal current).
+      if (c.params.traversal === 'current') return json(await currentVersion(d.db, stack))
+      return json(await traversalVersion(d.db, stack.id, uuid(c.params.traversal!, 'traversal')))
+    })
+    // Two versions (traversal or template ids; `current` for the stack's template) as a diff of templates, environments and parameters.
+    .add('GET', '/api/stacks/:stack/diff', async (c) => {
+      const stack = await d.stacks.find(actorOf(c.principal), c.params.stack!)
+      const q = c.url.searchParams
+      const from = q.get('from')
+      const to = q.get('to') ?? 'current'
+      if (!from) throw new HttpError(400, 'invalid_query', 'from is required: a traversal id or a template id of the stack, or current')
+      return json(await diffNamed(d.db, stack, from, to))
+    })
     .add('GET', '/api/stacks/:stack/outputs', async (c) => json({ outputs: await d.reads.outputs(actorOf(c.principal), c.params.stack!) }))
+    // A sensitive output's value is shown only here, asked for by name with reveal=true.
+    .add('GET', '/api/stacks/:stack/outputs/:key', async (c) => {
+      const reveal = boolParam(c.url.searchParams.get('reveal'), 'reveal')
+      return json({ output: { key: c.params.key!, ...(await d.reads.output(actorOf(c.principal), c.params.stack!, c.params.key!, { reveal })) } })
+    })
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
@@ -187,6 +246,26 @@ const MAX_WORKER_IDS = 100
 function rowId(v: string): number {
   if (!/^\d{1,10}$/.test(v) || Number(v) > 2 ** 31 - 1) throw new HttpError(404, 'not_found', `resource row ${v} not found`)
   return Number(v)
+}
+
+/** A body field that is valid but not honoured where it was sent: a 400 naming it, never silently ignored. */
+export function refused(field: string, message: string): ValidationError {
+  return new ValidationError(`body.${field}: ${message}`, [{ code: 'structure', path: `body.${field}`, line: null, column: null, message }])
+}
+
+/** Why a preview or a plan refuses a field only an update honours. */
+const UPDATE_ONLY_REASONS: Record<(typeof UPDATE_ONLY_FIELDS)[number], string> = {
+  converge: 'a preview does not observe resources; run a drift check (POST /api/stacks/{stack}/drift) to see what converge would bring back',
+  preempt: 'a preview stops nothing; send preempt with the update itself',
+  tags: 'a preview changes no tags; send them with the update itself',
+}
+
+/** A preview's or a plan's body: the update-only fields are refused by name, with the reason, before the strict parse. */
+function previewBody(raw: unknown) {
+  if (raw && typeof raw === 'object') {
+    for (const f of UPDATE_ONLY_FIELDS) if (f in raw) throw refused(f, UPDATE_ONLY_REASONS[f])
+  }
+  return parse(PreviewBody, raw)
 }
 
 function uuid(v: string, what: string): string {

@@ -4,6 +4,7 @@
  * so the document cannot drift from the code.
  */
 import { z } from 'zod'
+import { PreviewResultSchema } from '../services/preview-types'
 import * as s from './schemas'
 
 interface Op {
@@ -13,8 +14,17 @@ interface Op {
   body?: z.ZodType
   ok: number
   query?: string[]
+  /** Request headers the operation reads. */
+  headers?: string[]
   public?: boolean
+  /** Further documented answers: 409 (a stale edit or plan), 410 (an expired plan). */
+  also?: number[]
+  /** The success body, when it is a documented schema. */
+  returns?: string
+  description?: string
 }
+
+const EXPECT = 'Send the version the edit was written against, `expect` (a traversal or template id) or `If-Match` with the ETag of GET /api/stacks/{stack}: if the stack moved to another template since (another update, a rollback), the answer is 409 with `expected`, `current`, `since` (the operations started since) and `diff` (templates as a unified diff, parameters one by one, hidden values masked), and nothing starts. To supersede a running update knowingly, name its version. An unchanged submission answers 200 with `noChanges: true` and starts nothing, unless `force: true`.'
 
 let cached: Record<string, unknown> | null = null
 
@@ -36,14 +46,29 @@ export function openApiDocument(): Record<string, unknown> {
     { method: 'post', path: '/api/templates/validate', summary: 'Validate a template; errors name path, line and column', body: s.ValidateBody, ok: 200 },
     { method: 'get', path: '/api/stacks', summary: 'List stacks (filter by status or name; paginate with marker)', query: ['status', 'name', 'limit', 'marker'], ok: 200 },
     { method: 'post', path: '/api/stacks', summary: 'Create a stack', body: s.CreateBody, ok: 201 },
-    { method: 'get', path: '/api/stacks/{stack}', summary: 'Show a stack (by id or name), with parameters (hidden ones masked) and outputs (outputs=0: without them)', query: ['outputs'], ok: 200 },
-    { method: 'put', path: '/api/stacks/{stack}', summary: 'Update with a new template (also while IN_PROGRESS: supersedes the running traversal)', body: s.UpdateBody, ok: 202 },
-    { method: 'patch', path: '/api/stacks/{stack}', summary: 'Update reusing the current template; given parameters override', body: s.UpdateBody, ok: 202 },
+    { method: 'get', path: '/api/stacks/{stack}', summary: 'Show a stack (by id or name), with parameters (hidden ones masked) and outputs (sensitive ones masked; outputs=0: without them); the ETag header names its template version', query: ['outputs'], ok: 200 },
+    { method: 'put', path: '/api/stacks/{stack}', summary: 'Update with a new template (also while IN_PROGRESS: supersedes the running traversal)', body: s.UpdateBody, headers: ['If-Match'], ok: 202, also: [409], description: EXPECT },
+    { method: 'patch', path: '/api/stacks/{stack}', summary: 'Update reusing the current template; given parameters override', body: s.UpdateBody, headers: ['If-Match'], ok: 202, also: [409], description: EXPECT },
     { method: 'delete', path: '/api/stacks/{stack}', summary: 'Delete (also while IN_PROGRESS: in-flight actions are aborted)', ok: 202 },
-    { method: 'post', path: '/api/stacks/{stack}/preview', summary: 'What an update would create, update, replace, delete (against the in-flight target)', body: s.UpdateBody, ok: 200 },
+    { method: 'post', path: '/api/stacks/{stack}/preview', summary: 'What an update would create, update, replace, delete, with property diffs, outputs and conditions (against the in-flight target)', body: s.PreviewBody, ok: 200, returns: 'Preview' },
+    { method: 'post', path: '/api/stacks/{stack}/plans', summary: 'Compute a preview and save it as a plan (applies exactly this submission, or refuses)', body: s.PreviewBody, ok: 201 },
+    { method: 'get', path: '/api/stacks/{stack}/plans', summary: "The stack's saved plans, newest first", ok: 200 },
+    { method: 'get', path: '/api/stacks/{stack}/plans/{plan}', summary: 'A saved plan: its preview, what it was computed against, when it expires, whether it was applied', ok: 200 },
+    { method: 'delete', path: '/api/stacks/{stack}/plans/{plan}', summary: 'Discard a saved plan', ok: 204 },
+    {
+      method: 'post', path: '/api/stacks/{stack}/plans/{plan}/apply', summary: 'Apply a saved plan: exactly its template, environment and parameters', ok: 202, also: [409, 410],
+      description: "409 when the stack moved on since the plan was computed (another update or a rollback: `since`, `diff`; a resource row changed: `rows`); 410 when it expired (KILN_PLAN_TTL_MS); 409 when it was already applied. Nothing starts then.",
+    },
+    { method: 'get', path: '/api/plans/{plan}', summary: 'A saved plan by its id alone (with its stack)', ok: 200 },
     { method: 'post', path: '/api/stacks/{stack}/cancel', summary: 'Cancel the running operation, with or without rollback', body: s.CancelBody, ok: 202 },
     { method: 'post', path: '/api/stacks/{stack}/rollback', summary: 'Roll back to the last template that completed', ok: 202 },
-    { method: 'post', path: '/api/stacks/{stack}/check', summary: 'Check every resource', ok: 202 },
+    { method: 'post', path: '/api/stacks/{stack}/check', summary: 'Check every resource (each type observes its object: gone or drifted fails the check)', ok: 202 },
+    { method: 'post', path: '/api/stacks/{stack}/resources/{resource}/signal', summary: "Signal a wait condition handle (a project token, or the handle's own token)", body: s.SignalBody, ok: 200 },
+    { method: 'post', path: '/api/import/preview', summary: 'What an import would adopt: per external_id resource, the object as observed and how it differs from the template (nothing is written)', body: s.ImportBody, ok: 200 },
+    { method: 'post', path: '/api/import', summary: 'Adopt existing objects (resources with external_id) into a new stack (201), or into the project’s stack of that name (202)', body: s.ImportBody, ok: 201 },
+    { method: 'post', path: '/api/stacks/{stack}/drift', summary: 'Start a drift check: every resource observed against what was stored (a traversal; the rows are not changed)', ok: 202 },
+    { method: 'get', path: '/api/stacks/{stack}/snapshots', summary: 'Snapshots its resources kept when deleted (deletion_policy: Snapshot), also of a deleted stack (by id); restore one with from_snapshot', ok: 200 },
+    { method: 'get', path: '/api/stacks/{stack}/drift', summary: 'The latest drift check: per resource IN_SYNC, MODIFIED (with the changed properties), DELETED or NOT_CHECKED', ok: 200 },
     { method: 'get', path: '/api/stacks/{stack}/resources', summary: 'Resource rows with lock owner, lease and last traversal (all=1: deleted rows too)', query: ['all'], ok: 200 },
     { method: 'get', path: '/metrics', summary: 'Prometheus metrics of this web server and the database-wide gauges (admin tokens only)', ok: 200 },
     { method: 'post', path: '/api/stacks/{stack}/resources/{resource}/signal', summary: 'Signal an OS::Heat::WaitConditionHandle (a project token, or the handle’s own token)', body: s.SignalBody, ok: 200 },
@@ -52,24 +77,29 @@ export function openApiDocument(): Record<string, unknown> {
     { method: 'get', path: '/api/stacks/{stack}/events', summary: 'Events after a sequence number (resume after any gap)', query: ['after', 'limit', 'resource', 'traversal'], ok: 200 },
     { method: 'get', path: '/api/stacks/{stack}/traversals', summary: 'Traversal history: action, who, outcome, superseded by', ok: 200 },
     { method: 'get', path: '/api/stacks/{stack}/traversals/{traversal}', summary: 'One traversal (id, or `current`: the running or latest one) with the resource type of every row', ok: 200 },
-    { method: 'get', path: '/api/stacks/{stack}/traversals/{traversal}/template', summary: 'The template, environment and parameters (hidden masked) a traversal ran with', ok: 200 },
     { method: 'get', path: '/api/stacks/{stack}/traversals/{traversal}/graph', summary: 'A traversal graph (traversal id or `current`) as Cytoscape JSON, DOT or GraphML', query: ['format'], ok: 200 },
     { method: 'get', path: '/api/stacks/{stack}/template', summary: 'The current template, environment and parameters (hidden masked)', ok: 200 },
-    { method: 'get', path: '/api/stacks/{stack}/outputs', summary: 'Outputs resolved from the current resources', ok: 200 },
+    { method: 'get', path: '/api/stacks/{stack}/traversals/{traversal}/template', summary: "A traversal's template version (traversal id or `current`): template text, environment and parameters (hidden masked)", ok: 200 },
+    { method: 'get', path: '/api/stacks/{stack}/diff', summary: 'Diff of two versions (`from`, `to`: traversal or template ids, or `current`): templates and environments as unified diffs, parameters one by one', query: ['from', 'to'], ok: 200 },
+    { method: 'get', path: '/api/stacks/{stack}/outputs', summary: 'Outputs resolved from the current resources; an output evaluated from a secret is masked and marked sensitive: true', ok: 200 },
+    { method: 'get', path: '/api/stacks/{stack}/outputs/{key}', summary: 'One output; reveal=true shows a sensitive output’s value (the only place it is shown)', query: ['reveal'], ok: 200 },
   ]
   const paths: Record<string, Record<string, unknown>> = {}
   for (const op of ops) {
     const params = [...op.path.matchAll(/\{(\w+)\}/g)].map((m) => ({ name: m[1], in: 'path', required: true, schema: { type: 'string' } }))
     for (const q of op.query ?? []) params.push({ name: q, in: 'query', required: false, schema: { type: 'string' } })
+    for (const h of op.headers ?? []) params.push({ name: h, in: 'header', required: false, schema: { type: 'string' } })
     paths[op.path] ??= {}
     paths[op.path]![op.method] = {
       summary: op.summary,
+      ...(op.description ? { description: op.description } : {}),
       ...(params.length ? { parameters: params } : {}),
       ...(op.body ? { requestBody: { required: true, content: { 'application/json': { schema: z.toJSONSchema(op.body, { io: 'input', unrepresentable: 'any' }) } } } } : {}),
       ...(op.public ? { security: [] } : {}),
       responses: {
-        [String(op.ok)]: { description: 'success' },
+        [String(op.ok)]: op.returns ? { description: 'success', content: { 'application/json': { schema: { $ref: `#/components/schemas/${op.returns}` } } } } : { description: 'success' },
         '400': { $ref: '#/components/responses/Error' },
+        ...Object.fromEntries((op.also ?? []).map((code) => [String(code), { $ref: '#/components/responses/Error' }])),
         ...(op.public ? {} : { '401': { $ref: '#/components/responses/Error' }, '404': { $ref: '#/components/responses/Error' } }),
         // Too many failed token attempts from the client's address (the login form counts too); Retry-After says when to try again.
         ...(op.public && op.path !== '/api/session' ? {} : { '429': { $ref: '#/components/responses/Error' } }),
@@ -87,6 +117,7 @@ export function openApiDocument(): Record<string, unknown> {
         bearer: { type: 'http', scheme: 'bearer' },
         session: { type: 'apiKey', in: 'cookie', name: 'kiln_session', description: 'Browser session; state-changing requests also need the X-CSRF-Token header.' },
       },
+      schemas: { Preview: z.toJSONSchema(PreviewResultSchema, { io: 'output', unrepresentable: 'any' }) },
       responses: {
         Error: {
           description: 'An error: `code`, `message`, and for template problems `issues` with path, line and column.',

@@ -14,11 +14,41 @@ export const CreateBody = z.object({
   disableRollback: z.boolean().optional(),
   tags: z.array(z.string().max(80)).max(50).optional(),
 }).strict()
-export const UpdateBody = z.object({
+const updateFields = {
   template: templateField.optional(),
   environment: submission.environment,
   parameters: submission.parameters,
   existing: z.boolean().optional(),
+  timeoutMins: z.number().int().min(1).max(7 * 24 * 60).optional(),
+  disableRollback: z.boolean().optional(),
+  /** Heat's clear_parameters (with the stored parameters reused: PATCH, or existing): these take their defaults again. */
+  clearParameters: z.array(z.string().min(1).max(255)).max(1000).optional(),
+}
+/** Fields an update honours that a preview or a plan cannot (the routes refuse them there by name). */
+const updateOnlyFields = {
+  /** Heat's `--converge`: observe every resource and bring back whatever drifted, even where the template did not change. */
+  converge: z.boolean().optional(),
+  /** Abort the superseded operation's in-flight actions on the resources whose targets this update changes. */
+  preempt: z.boolean().optional(),
+  /** The stack's tags from now on (omitted: kept). */
+  tags: z.array(z.string().max(80)).max(50).optional(),
+}
+/** A preview or a plan: what an update would be. */
+export const PreviewBody = z.object(updateFields).strict()
+export const UpdateBody = z.object({
+  ...updateFields,
+  ...updateOnlyFields,
+  /** The version the edit was written against: a traversal id or a template id of the stack (or send If-Match). */
+  expect: z.string().min(1).max(100).optional(),
+  /** Start an update even when the submission is what the stack already converges to. */
+  force: z.boolean().optional(),
+}).strict()
+/** The names a preview refuses with a reason, rather than as unknown keys. */
+export const UPDATE_ONLY_FIELDS = Object.keys(updateOnlyFields) as (keyof typeof updateOnlyFields)[]
+/** An import: the stack to adopt into (created, or updated if the project has one of that name) and a template whose resources carry external_id. */
+export const ImportBody = z.object({
+  name: z.string().min(1).max(255),
+  ...submission,
   timeoutMins: z.number().int().min(1).max(7 * 24 * 60).optional(),
   disableRollback: z.boolean().optional(),
 }).strict()

@@ -4,6 +4,8 @@ export class ApiError extends Error {
     readonly status: number,
     message: string,
     readonly issues: { path: string; line: number | null; column: number | null; message: string }[] = [],
+    /** The error body's other fields (a conflict's `diff`, `since`, `rows`). */
+    readonly details: Record<string, unknown> = {},
   ) {
     super(message)
   }
@@ -31,14 +33,16 @@ export class KilnClient {
     if (!res.ok) {
       let message = `${res.status} ${res.statusText}`
       let issues: ConstructorParameters<typeof ApiError>[2] = []
+      let details = {}
       try {
         const b = JSON.parse(text)
         message = b.error?.message ?? message
         issues = b.error?.issues ?? []
+        details = b.error ?? {}
       } catch {
         /* not JSON */
       }
-      throw new ApiError(res.status, message, issues)
+      throw new ApiError(res.status, message, issues, details)
     }
     if (raw) return text as T
     return (text ? JSON.parse(text) : null) as T

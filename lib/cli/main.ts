@@ -1,7 +1,7 @@
 /**
  * `kiln`: the command-line client of Kiln's REST API.
  *
- *   kiln stack create|update|preview|cancel|delete|list|show|events|watch|export-graph
+ *   kiln stack create|update|preview|plan|apply|plans|discard-plan|diff|import|cancel|delete|list|show|output|drift|events|watch|export-graph
  *   kiln template validate
  *
  * URL and token come from --url/--token or KILN_URL/KILN_TOKEN. `--wait` and
@@ -12,6 +12,12 @@ import fs from 'node:fs'
 import { Command, Option } from 'commander'
 import { parseEnv } from '../env'
 import { ApiError, KilnClient } from './client'
+import type { PlanView } from '../services/plans'
+import type { VersionDiff } from '../services/versions'
+import { renderPreview, renderVersionDiff } from './plan-render'
+import { renderDrift, type DriftReport } from './drift'
+import type { ImportItem, ImportPreview } from '../services/imports'
+
 import { table } from './render'
 import { jsonSafe, terminalSafe } from './terminal-safe'
 import { eventHead, watchStack } from './watch'
@@ -114,9 +120,29 @@ stack
         '',
         'parameters: ' + JSON.stringify(s.parameters),
         'outputs:',
-        ...Object.entries(s.outputs as Record<string, { value: unknown; error?: string }>).map(([k, v]) => `  ${k} = ${v.error ? `(error: ${v.error})` : JSON.stringify(v.value)}`),
+        ...Object.entries(s.outputs as Record<string, Output>).map(([k, v]) => `  ${outputLine(k, v)}`),
       ].join('\n'),
     )
+  })
+
+type Output = { value: unknown; error?: string; sensitive?: boolean }
+const outputLine = (k: string, v: Output) => `${k} = ${v.error ? `(error: ${v.error})` : JSON.stringify(v.value)}${v.sensitive ? ' (sensitive)' : ''}`
+
+stack
+  .command('output <stack> [key]')
+  .description("show a stack's outputs, or one; a sensitive output (evaluated from a secret) is masked unless named with --reveal")
+  .option('--reveal', "show the named sensitive output's value", false)
+  .action(async (ref, key: string | undefined, o) => {
+    if (o.reveal && !key) fail('--reveal shows one output: name it (kiln stack output <stack> <key> --reveal)')
+    const c = client()
+    const base = `/api/stacks/${encodeURIComponent(ref)}/outputs`
+    if (!key) {
+      const res = await c.get(base)
+      return print(res.outputs, () => Object.entries(res.outputs as Record<string, Output>).map(([k, v]) => outputLine(k, v)).join('\n') || 'no outputs')
+    }
+    const res = await c.get(`${base}/${encodeURIComponent(key)}${o.reveal ? '?reveal=true' : ''}`)
+    // A revealed value alone, as `terraform output NAME` prints it: a script can use it as it is.
+    print(res.output, () => (o.reveal && !res.output.error ? (typeof res.output.value === 'string' ? res.output.value : JSON.stringify(res.output.value)) : outputLine(key, res.output)))
   })
 
 stack
@@ -137,37 +163,128 @@ stack
 
 stack
   .command('update <stack>')
-  .description('update a stack (also while an operation runs: the new update supersedes it)')
+  .description('update a stack (also while an operation runs: the new update supersedes it); refused if the stack moved to another template since it was read')
   .option('-t, --template <file>', 'new template (omit with --existing)')
   .option('-e, --environment <file>', 'environment file')
   .option('-P, --parameter <name=value>', 'parameter value (repeatable)', collect)
   .option('--existing', 'reuse the current template; only change parameters', false)
+  .option('--expect <version>', 'the traversal or template id this update was written against (default: the template the stack has when read here)')
+  .option('--force', 'start the update even if nothing changed', false)
+  .option('--converge', 'observe every resource and bring back whatever changed outside Kiln, even where the template did not change', false)
+  .option('--preempt', 'abort the running operation’s actions on the resources whose targets this update changes, instead of waiting for them', false)
+
   .option('--wait', 'follow the operation until it ends', false)
   .action(async (ref, o) => {
     if (!o.template && !o.existing) fail('give --template <file>, or --existing to reuse the current template')
     const c = client()
     const { stack: s } = await c.get(`/api/stacks/${encodeURIComponent(ref)}`)
     const after = await eventHead(c, s.id)
-    const res = o.existing ? await c.patch(`/api/stacks/${s.id}`, submission(o)) : await c.put(`/api/stacks/${s.id}`, submission(o))
+    // Always written against a version: the one given, or the one just read (a running update is superseded knowingly).
+    const body = {
+      ...submission(o),
+      ...(o.expect ?? s.templateId ? { expect: o.expect ?? s.templateId } : {}),
+      ...(o.force ? { force: true } : {}),
+      ...(o.converge ? { converge: true } : {}),
+      ...(o.preempt ? { preempt: true } : {}),
+    }
+    const res = o.existing ? await c.patch(`/api/stacks/${s.id}`, body) : await c.put(`/api/stacks/${s.id}`, body)
+    if (res.noChanges) return print(res, () => `${s.name}: no changes; nothing was started (--force starts an update anyway)`)
     if (!o.wait) return print(res, () => `${s.name}: UPDATE started${res.superseded ? ` (superseded the running traversal ${res.superseded.slice(0, 8)})` : ''}`)
     await follow(c, s.id, after)
   })
 
 stack
+  .command('import <stack>')
+  .description('adopt existing objects (resources with external_id) into a new stack, or into the stack of that name')
+  .requiredOption('-t, --template <file>', 'template whose resources carry external_id')
+  .option('-e, --environment <file>', 'environment file')
+  .option('-P, --parameter <name=value>', 'parameter value (repeatable)', collect)
+  .option('--preview', 'show what would be adopted, as it is now, and change nothing', false)
+  .option('--wait', 'follow the operation until it ends', false)
+  .action(async (name, o) => {
+    const c = client()
+    if (o.preview) {
+      const res = await c.post<ImportPreview>('/api/import/preview', { name, ...submission(o) })
+      const differences = (i: ImportItem) => (i.differences ?? []).map((d) => `${d.property}: ${JSON.stringify(d.template)} in the template, ${JSON.stringify(d.seen)} seen`).join('; ')
+      return print(res, () =>
+        [
+          table(res.items.map((i) => ({ ...i, note: i.reason ?? differences(i) })), ['name', 'type', 'externalId', 'outcome', 'note']),
+          '',
+          `${res.summary.adopt} to adopt, ${res.summary.adopted} already adopted, ${res.summary.refused} refused, ${res.summary.error} not looked at` + (res.stack.exists ? `  (into the existing stack ${res.stack.name})` : `  (a new stack ${res.stack.name})`),
+        ].join('\n'),
+      )
+    }
+    const head = await c.get(`/api/stacks?name=${encodeURIComponent(name)}&limit=500`)
+    const before = (head.stacks as { id: string; name: string }[]).find((s) => s.name === name)
+    const after = before ? await eventHead(c, before.id) : 0
+    const res = await c.post('/api/import', { name, ...submission(o) })
+    if (!o.wait) return print(res, () => `${res.stack.name} ${res.stack.id}: ${res.action} started (importing)`)
+    await follow(c, res.stack.id, after)
+  })
+
+stack
   .command('preview <stack>')
-  .description('show what an update would create, update, replace and delete, without changing anything')
+  .description('show what an update would create, update, replace and delete, with each property before -> after, without changing anything')
   .option('-t, --template <file>', 'new template (default: the current one)')
   .option('-e, --environment <file>', 'environment file')
   .option('-P, --parameter <name=value>', 'parameter value (repeatable)', collect)
   .action(async (ref, o) => {
     const res = await client().post(`/api/stacks/${encodeURIComponent(ref)}/preview`, submission(o))
-    print(res, () =>
-      [
-        table(res.items.map((i: { changed?: string[]; reason?: string }) => ({ ...i, changed: (i.changed ?? []).join(','), reason: i.reason ?? '' })), ['name', 'type', 'action', 'changed', 'reason']),
-        '',
-        Object.entries(res.summary).map(([k, v]) => `${v} ${k}`).join(', ') + (res.against.inFlight ? '  (against the in-flight target)' : ''),
-      ].join('\n'),
+    print(res, () => renderPreview(res))
+  })
+
+stack
+  .command('plan <stack>')
+  .description('compute what an update would do, print it (+ create, ~ update, -/+ replace, - delete) and save it as a plan to apply exactly')
+  .option('-t, --template <file>', 'new template (default: the current one)')
+  .option('-e, --environment <file>', 'environment file')
+  .option('-P, --parameter <name=value>', 'parameter value (repeatable)', collect)
+  .action(async (ref, o) => {
+    const { plan } = await client().post(`/api/stacks/${encodeURIComponent(ref)}/plans`, submission(o))
+    print(plan, () => `${renderPreview(plan.preview)}\n\nSaved as plan ${plan.id} (until ${plan.expiresAt}). Apply exactly this with:\n  kiln stack apply ${plan.id}`)
+  })
+
+stack
+  .command('apply <plan>')
+  .description('apply a saved plan: exactly its template, environment and parameters; refused if the stack changed since it was computed')
+  .option('--wait', 'follow the operation until it ends', false)
+  .action(async (planId, o) => {
+    const c = client()
+    const { plan } = await c.get(`/api/plans/${encodeURIComponent(planId)}`)
+    const after = await eventHead(c, plan.stack.id)
+    const res = await c.post(`/api/stacks/${plan.stack.id}/plans/${plan.id}/apply`, {})
+    if (!o.wait) return print(res, () => `${plan.stack.name}: plan ${plan.id.slice(0, 8)} applied; UPDATE started`)
+    await follow(c, plan.stack.id, after)
+  })
+
+stack
+  .command('plans <stack>')
+  .description("list a stack's saved plans")
+  .action(async (ref) => {
+    const { plans } = await client().get<{ plans: PlanView[] }>(`/api/stacks/${encodeURIComponent(ref)}/plans`)
+    print(plans, () =>
+      table(
+        plans.map((p) => ({ ...p, state: p.appliedAt ? 'applied' : p.expired ? 'expired' : 'ready', changes: `${p.preview.summary.create}+ ${p.preview.summary.update}~ ${p.preview.summary.replace}-/+ ${p.preview.summary.delete}-` })),
+        ['id', 'state', 'changes', 'createdBy', 'createdAt', 'expiresAt'],
+      ),
     )
+  })
+
+stack
+  .command('discard-plan <stack> <plan>')
+  .description('discard a saved plan')
+  .action(async (ref, planId) => {
+    await client().del(`/api/stacks/${encodeURIComponent(ref)}/plans/${encodeURIComponent(planId)}`)
+    print({ discarded: planId }, () => `plan ${planId} discarded`)
+  })
+
+stack
+  .command('diff <stack> <from> [to]')
+  .description("the differences between two versions of a stack's template and parameters (traversal or template ids, or current; to defaults to current)")
+  .action(async (ref, from, to) => {
+    const q = new URLSearchParams({ from, to: to ?? 'current' })
+    const d = await client().get(`/api/stacks/${encodeURIComponent(ref)}/diff?${q}`)
+    print(d, () => renderVersionDiff(d))
   })
 
 stack
@@ -195,6 +312,25 @@ stack
     const res = await c.del(`/api/stacks/${s.id}`)
     if (!o.wait) return print(res, () => `${s.name}: DELETE started`)
     await follow(c, s.id, after)
+  })
+
+stack
+  .command('drift <stack>')
+  .description('check every resource against its real object and print what changed outside Kiln, Terraform-style')
+  .option('--last', 'print the latest drift check without running a new one', false)
+  .option('--exit-code', 'exit 2 when drift is found (0 when none)', false)
+  .action(async (ref, o) => {
+    const c = client()
+    const { stack: s } = await c.get(`/api/stacks/${encodeURIComponent(ref)}`)
+    if (!o.last) {
+      const after = await eventHead(c, s.id)
+      await c.post(`/api/stacks/${s.id}/drift`, {})
+      const end = await watchStack(c, s.id, { after, json: json(), out: process.stdout, err: process.stderr })
+      if (end.status === 'FAILED') fail(`${end.action}_${end.status}: ${end.reason}`, 1)
+    }
+    const { drift } = await c.get(`/api/stacks/${s.id}/drift`)
+    print(drift, () => renderDrift(drift as DriftReport))
+    if (o.exitCode && drift.summary.modified + drift.summary.deleted > 0) process.exit(2)
   })
 
 stack
@@ -246,7 +382,9 @@ export function run(argv: string[] = process.argv): Promise<unknown> {
   return program.parseAsync(argv).catch((err) => {
     if (err instanceof ApiError) {
       const where = err.issues.map((i) => `  ${i.path}${i.line ? `:${i.line}:${i.column}` : ''}  ${i.message}`).join('\n')
-      fail(`${err.status ? `${err.status}: ` : ''}${err.issues.length ? 'the template has problems:\n' + where : err.message}`, 1)
+      // A stale edit or plan: what changed meanwhile, as a diff.
+      const diff = err.details.diff ? `\n\nWhat changed meanwhile:\n${renderVersionDiff(err.details.diff as VersionDiff)}` : ''
+      fail(`${err.status ? `${err.status}: ` : ''}${err.issues.length ? 'the template has problems:\n' + where : err.message}${diff}`, 1)
     }
     fail(err instanceof Error ? err.message : String(err), 1)
   })

@@ -3,8 +3,9 @@ import type pg from 'pg'
 import type { ConvergenceStore, FinishRequest, FinishResult, ReplaceRequest, ReplaceResult } from '../engine/ports'
 import { withRetry } from './retry'
 import { StepBatcher } from './step-batcher'
-import { beginNode, finishNode, finishNodes, markInProgress, recordIntent, replaceNode, replaceNodes, reportProgress } from './queries/node'
+import { beginNode, finishNode, finishNodes, markAdopting, markInProgress, recordIntent, replaceNode, replaceNodes, reportProgress } from './queries/node'
 import { outsideObjectStore } from './queries/outside-objects'
+import { recordDrift } from './queries/drift'
 import { loadTraversal } from './queries/traversal'
 import { clearSignals, listSignals } from './queries/signals'
 import { signalStore } from './signal-waits'
@@ -51,6 +52,8 @@ export function createStore(pool: pg.Pool, opts: StoreOptions): ConvergenceStore
     markInProgress: (job, action) => retry('mark', () => markInProgress(pool, workerId, job, action, lazyTypes)),
     recordIntent: (job, properties, requires) => retry('intent', () => recordIntent(pool, workerId, job, properties, requires)),
     reportProgress: (job, message, fraction) => reportProgress(pool, workerId, job, message, fraction).catch(() => {}),
+    markAdopting: (job, externalId) => retry('adopt', () => markAdopting(pool, workerId, job, externalId)),
+    recordDrift: (job, record) => retry('drift', () => recordDrift(pool, job.traversalId!, record)),
     loadTraversal: (id) => retry('load', () => loadTraversal(pool, id)),
     objects: outsideObjectStore(pool, retry),
     signals: opts.listen

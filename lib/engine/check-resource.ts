@@ -15,10 +15,15 @@
 import crypto from 'node:crypto'
 import type { Logger } from '../logger'
 import type { OutsideObjects, OutsideOwner, ResourceContext, ResourceState, ResourceType, ResourceTypeConfig } from '../resources/types'
-import { ReplaceRequired } from '../resources/types'
+import { ReplaceRequired, ResourceActionError } from '../resources/types'
 import { changedProperties, needsReplacement, validateProperties } from '../resources/schema'
+import { addSecretValues, secretsOfType } from '../resources/secrets'
 import { propertiesOf } from '../evaluation/bounded'
-import { decideCleanup, decideUpdate } from './decide'
+import { storedForms } from '../template'
+import { createsAgain, decideCleanup, decideNode, type SeenObject } from './decide'
+import { NodeSecrets } from './node-secrets'
+import { adoptionOf, definitionFingerprint, externalIdRefusal, withoutAdoption } from './adoption'
+import { boundedChanges, compareObserved, describeDrift, type DriftFinding } from './drift'
 import type { ActionOutcome, BeginResult, ClaimedJob, ConvergenceStore, FinishRequest, HeadStart, NodeScope, OutsideObjectStore, ResourceRow } from './ports'
 import type { TraversalCache, TraversalContext } from './traversal-context'
 import type { NodePayload, ResourceAction } from './types'
@@ -73,6 +78,7 @@ export function bindOutsideObjects(store: OutsideObjectStore, owner: OutsideOwne
     settle: (refs, size) => store.settle(owner, refs, size),
     startDelete: (refs) => store.startDelete(owner, refs),
     forget: (refs) => store.forget(owner, refs),
+    adopt: (refs, opts) => store.adopt(owner, refs, opts),
   }
 }
 
@@ -89,6 +95,7 @@ function payloadOf(row: ResourceRow, over: Partial<NodePayload> = {}): NodePaylo
     attributes: row.attributes ?? {},
     action: row.action,
     status: row.status,
+    ...(row.secretForms.length ? { secretForms: row.secretForms } : {}),
     ...over,
   }
 }
@@ -126,6 +133,10 @@ class NodeRun {
   private readonly scope: NodeScope
   private readonly key: { rid: number; update: boolean }
   private readonly log: Logger
+  /** What no reason, event or log line of this node may show. */
+  private readonly secrets: NodeSecrets
+  /** The secret forms the resolved properties carry: stored on the row with them. */
+  private secretForms: string[] = []
 
   constructor(
     private readonly deps: NodeRunnerDeps,
@@ -136,7 +147,17 @@ class NodeRun {
     this.row = begun.resource
     this.scope = { stack: begun.stack, traversal: begun.traversal }
     this.key = { rid: job.graphKeyId ?? job.resourceId!, update: job.isUpdate! }
-    this.log = deps.log.scope({ stack: begun.stack.name, trav: begun.traversal.id.slice(0, 8), res: `${this.row.name}#${this.row.id}`, node: this.key.update ? 'update' : 'cleanup' })
+    this.secrets = new NodeSecrets({
+      types: deps.types,
+      known: () => {
+        const def = this.ctx?.definition
+        return def ? [...def.secretForms, ...(def.resources[this.row.name]?.secretForms ?? [])] : []
+      },
+      row: this.row,
+      inputs: begun.inputs,
+      typeOfInput: (name) => this.ctx?.definition?.resources[name]?.type,
+    })
+    this.log = this.secrets.logger(deps.log.scope({ stack: begun.stack.name, trav: begun.traversal.id.slice(0, 8), res: `${this.row.name}#${this.row.id}`, node: this.key.update ? 'update' : 'cleanup' }))
   }
 
   private links() {
@@ -152,6 +173,7 @@ class NodeRun {
     try {
       if (!this.ctx) return this.fail('CREATE', 'the traversal record is missing')
       if (this.scope.traversal.action === 'CHECK') return await this.check()
+      if (this.scope.traversal.action === 'DRIFT') return await this.drift()
       return this.key.update ? await this.update() : await this.cleanup()
     } catch (err) {
       // Anything unexpected still releases the row and fails the node (Heat bug 1703043: never hang).
@@ -172,16 +194,9 @@ class NodeRun {
     return { outcome, next: res.claimed }
   }
 
-  /** Hidden parameter values never reach a status reason, an event or a log line. */
+  /** No secret (node-secrets.ts) reaches a status reason, an event or a log line. */
   private redact(text: string): string {
-    const def = this.ctx?.definition
-    if (!def) return text
-    for (const name of def.hiddenParameters) {
-      const v = def.parameters[name]
-      const value = typeof v === 'string' ? v : v === undefined || v === null ? '' : JSON.stringify(v)
-      if (value.length >= 1) text = text.split(value).join('******')
-    }
-    return text
+    return this.secrets.mask(text)
   }
 
   private fail(action: ResourceAction, reason: string, aborted = false): Promise<NodeResult> {
@@ -215,7 +230,7 @@ class NodeRun {
         const now = Date.now()
         if (now - last < every) return
         last = now
-        void this.deps.store.reportProgress(as.job(), msg, fraction ?? null)
+        void this.deps.store.reportProgress(as.job(), this.redact(msg), fraction ?? null)
       },
       log: this.log,
       config: this.deps.typeConfig,
@@ -290,32 +305,45 @@ class NodeRun {
     if (!def) return this.fail('UPDATE', this.ctx!.definitionError ?? `no definition for ${this.row.name} in the traversal's template`)
     const type = this.deps.types.get(def.type)
     if (!type) return this.fail(this.row.action === 'INIT' ? 'CREATE' : 'UPDATE', `unknown resource type ${def.type}`)
-    const creating = this.row.action === 'INIT' || (this.row.action === 'CREATE' && this.row.status === 'FAILED' && this.row.properties === null)
+    const creating = createsAgain(this.row)
     let props: Record<string, unknown>
     try {
       // Within a small allowance on this thread, else on an evaluation thread under the full budget;
       // a spent budget fails this node with the budget's name (BudgetExceeded's message).
-      const resolved = await propertiesOf(this.ctx!.definition!, this.row.name, this.begun.inputs)
+      const inputs = this.begun.inputs.map((p) => ({ ...p, secretAttributes: secretsOfType(this.deps.types.get(this.ctx!.definition!.resources[p.name]?.type ?? '')).attributes }))
+      const { properties: resolved, secretForms } = await propertiesOf(this.ctx!.definition!, this.row.name, inputs)
+      this.secrets.learn(secretForms)
       const checked = validateProperties(type.properties, resolved, { acceptUnknown: type.acceptsAnyProperties === true })
       if (checked.issues.length) {
         const text = checked.issues.map((i) => `resources.${this.row.name}.properties.${i.path}: ${i.message}`).join('; ')
         return this.fail(creating ? 'CREATE' : 'UPDATE', `Property error: ${text}`)
       }
       props = checked.value
+      // Stored with the properties: values its type declares secret are secret wherever else they show.
+      const forms = new Set(secretForms)
+      addSecretValues(type, { properties: props }, forms)
+      this.secretForms = storedForms(forms)
+      this.secrets.learn(forms)
     } catch (err) {
       return this.fail(creating ? 'CREATE' : 'UPDATE', message(err))
     }
     if (this.begun.outcome === 'replace_deleting') return this.replace(def.type, 'the resource is being deleted by an older traversal', false, props)
+    const common = { currentTemplateId: this.scope.traversal.rawTemplateId, requires: this.requires(), deletionPolicy: def.deletionPolicy, clearReplacedBy: true, secretForms: this.secretForms }
+    if (def.externalId !== undefined) return this.external(type, def, def.externalId, creating, common)
+    // external_id removed from an adopted resource: Kiln manages its object from now on, and deletes it with the stack.
+    if (adoptionOf(this.row.data).externalId !== undefined) Object.assign(common, { data: withoutAdoption(this.row.data) })
 
-    const changed = this.row.properties ? changedProperties(this.row.properties, props) : Object.keys(props)
-    const decision = creating
-      ? ({ kind: 'create' } as const)
-      : decideUpdate({ row: this.row, newType: def.type, newProperties: props, changed, notUpdatable: needsReplacement(type.properties, changed) })
-    const common = { currentTemplateId: this.scope.traversal.rawTemplateId, requires: this.requires(), deletionPolicy: def.deletionPolicy, clearReplacedBy: true }
+    // A look at the object first, when the type can say what a failed row needs, or the update converges.
+    const converge = this.ctx!.stored.converge === true
+    const look = creating ? null : await this.look(type, props, converge)
+    if (look && 'outcome' in look) return look
+    // After a look, the type's `prev` is the object as seen (its properties over the stored ones).
+    const prev = look?.prev ?? this.stored()
+    const decision = decideNode(this.row, def.type, type, props, prev, undefined, look ? { seen: look.seen, converge } : undefined)
 
     switch (decision.kind) {
       case 'noop':
-        return this.finish({ ok: true, reason: 'unchanged', set: common, payload: payloadOf(this.row) }, 'unchanged')
+        return this.finish({ ok: true, reason: 'unchanged', set: common, payload: payloadOf({ ...this.row, secretForms: this.secretForms }) }, 'unchanged')
       case 'replace':
         return this.replace(def.type, decision.reason, true, props)
       case 'create': {
@@ -330,9 +358,6 @@ class NodeRun {
         return this.completed('CREATE', def.type, props, res.value, common, 'created')
       }
       case 'update': {
-        const prev = this.stored()
-        const replaceWhy = type.replaceOnUpdate?.(props, prev, decision.changed)
-        if (replaceWhy) return this.replace(def.type, replaceWhy, true, props)
         const marked = this.markWhenSlow('UPDATE')
         const res = await this.act((rc) => type.update(rc, props, prev, decision.changed))
         await marked()
@@ -340,8 +365,44 @@ class NodeRun {
           if (res.error instanceof ReplaceRequired && !res.aborted) return this.replace(def.type, res.error.message, true, props)
           return this.actionFailed('UPDATE', res)
         }
-        return this.completed('UPDATE', def.type, props, res.value, common, 'updated')
+        const observed = look ? { eventData: { observed: look.finding.state, ...(decision.repair ? { repaired: describeDrift(look.finding) } : {}) } } : {}
+        return this.completed('UPDATE', def.type, props, res.value, common, 'updated', observed)
       }
+    }
+  }
+
+  /**
+   * Observe the row's object before deciding, when that can change the
+   * decision: a FAILED row of a type that says what its failed rows need
+   * (needsReplaceFailed), or any row when the update converges. Null when
+   * there is nothing to look at; a NodeResult when the look itself failed
+   * (the node fails with its reason).
+   */
+  private async look(type: ResourceType, props: Record<string, unknown>, converge: boolean): Promise<{ seen: SeenObject; prev: ResourceState; finding: DriftFinding } | NodeResult | null> {
+    if (!type.observe || this.row.action === 'INIT' || this.row.action === 'DELETE' || this.row.type !== type.name) return null
+    const failed = this.row.status === 'FAILED'
+    if (!(converge || (failed && type.needsReplaceFailed))) return null
+    const stored = this.stored()
+    const res = await this.act((rc) => type.observe!(rc, stored))
+    if (!res.ok) {
+      const action = failed || converge ? 'UPDATE' : this.row.action
+      return res.aborted ? this.fail(action, `observe aborted (${res.aborted})`, true) : this.fail(action, `observe failed: ${message(res.error)}`)
+    }
+    const obs = res.value
+    const finding = compareObserved(stored.properties, obs)
+    if (obs.state === 'gone') return { seen: { state: 'gone' }, prev: stored, finding }
+    const base = { ...stored.properties, ...obs.properties }
+    const changed = changedProperties(base, props)
+    return {
+      seen: {
+        state: 'exists',
+        changed,
+        notUpdatable: needsReplacement(type.properties, changed),
+        problems: obs.problems ?? [],
+        replaceFailed: !failed ? null : type.needsReplaceFailed ? type.needsReplaceFailed(obs, stored) : 'the type cannot repair a failed resource',
+      },
+      prev: { ...stored, properties: base, attributes: { ...stored.attributes, ...(obs.attributes ?? {}) } },
+      finding,
     }
   }
 
@@ -352,12 +413,48 @@ class NodeRun {
     out: { physicalId?: string | null; attributes?: Record<string, unknown>; data?: Record<string, unknown> },
     common: Record<string, unknown>,
     outcome: NodeOutcome,
+    extra: { eventData?: Record<string, unknown>; reason?: string } = {},
   ): Promise<NodeResult> {
     const physicalId = out.physicalId !== undefined ? out.physicalId : (this.row.physicalId ?? physicalName(this.scope.stack.name, this.row))
     const attributes = out.attributes ?? this.row.attributes ?? {}
-    const set = { ...common, action, status: 'COMPLETE' as const, statusReason: 'state changed', type, physicalId, properties: props, attributes, data: out.data ?? this.row.data ?? {} }
-    const payload = payloadOf(this.row, { physicalId, attributes, action, status: 'COMPLETE' })
-    return this.finish({ ok: true, reason: 'state changed', set, resourceEvent: true, payload }, outcome)
+    const data = out.data ?? (common.data as Record<string, unknown> | undefined) ?? this.row.data ?? {}
+    const reason = extra.reason ?? 'state changed'
+    const set = { ...common, action, status: 'COMPLETE' as const, statusReason: reason, type, physicalId, properties: props, attributes, data }
+    const payload = payloadOf({ ...this.row, secretForms: this.secretForms }, { physicalId, attributes, action, status: 'COMPLETE' })
+    return this.finish({ ok: true, reason, set, resourceEvent: true, payload, ...(extra.eventData ? { eventData: extra.eventData } : {}) }, outcome)
+  }
+
+  /**
+   * A resource with external_id (Heat's key): its object is adopted, never
+   * created, and never updated while external_id is set (Heat's rule; the
+   * service refuses such an update with a 400 before it starts, and this is
+   * the same rule for one that got past it). Deleting it, or the stack,
+   * leaves the object in place (deletion_policy Retain), as Heat does.
+   */
+  private async external(type: ResourceType, def: { name: string; type: string; properties: Record<string, unknown> }, externalId: string, creating: boolean, common: Record<string, unknown>): Promise<NodeResult> {
+    const fingerprint = definitionFingerprint(def)
+    const keep = { ...common, deletionPolicy: 'Retain' }
+    const failedRow = this.row.status === 'FAILED'
+    if (!creating) {
+      const refusal = externalIdRefusal(this.row.name, adoptionOf(this.row.data), externalId, fingerprint)
+      // Refused without touching the row: it is as it was, only this update fails.
+      if (refusal) return this.finish({ ok: false, reason: this.redact(refusal) }, 'failed')
+      if (!failedRow) return this.finish({ ok: true, reason: 'unchanged (adopted with external_id)', set: keep, payload: payloadOf({ ...this.row, secretForms: this.secretForms }) }, 'unchanged')
+      // A FAILED adopted row (a check found it drifted, a worker died): adopted again, as it is now.
+    }
+    const action = creating ? 'CREATE' : 'UPDATE'
+    if (!type.adopt) return this.fail(action, `${type.name} cannot adopt an existing object (external_id)`)
+    if (!(await this.deps.store.markAdopting(this.job, externalId))) {
+      this.log.warn('lock lost before the adoption ran')
+      return { outcome: 'lock_lost', next: [] }
+    }
+    const res = await this.act((rc) => type.adopt!(rc, externalId, { dryRun: false }))
+    if (!res.ok) return this.actionFailed(action, res)
+    const a = res.value
+    return this.completed(action, def.type, a.properties, { physicalId: a.physicalId, attributes: a.attributes, data: { ...(a.data ?? {}), externalId, adoptedFrom: fingerprint } }, keep, creating ? 'created' : 'updated', {
+      reason: `adopted ${externalId} (external_id)`,
+      eventData: { adopted: externalId },
+    })
   }
 
   private actionFailed(action: ResourceAction, res: { error: unknown; aborted: string | null }): Promise<NodeResult> {
@@ -389,6 +486,7 @@ class NodeRun {
   private async replace(type: string, reason: string, holdsLock: boolean, props: Record<string, unknown>): Promise<NodeResult> {
     this.unmarked = null
     const head = this.headStart(type, props)
+    reason = this.redact(reason)
     const req = { type, requires: this.requires(), reason, claim: this.deps.inline, holdsLock, ...(head ? { uuid: head.uuid } : {}) }
     const res = await this.deps.store.replaceNode(this.job, req).catch((err: unknown) => {
       head?.abort('the replace call failed')
@@ -426,18 +524,69 @@ class NodeRun {
         if (!type) return this.fail('DELETE', `unknown resource type ${this.row.type}`)
         // A create that never stored its result deletes by the properties it was started with.
         const state = { ...this.stored(), properties: this.row.properties ?? this.row.pendingProperties ?? {} }
+        // deletion_policy Snapshot: a copy first (a type that cannot take one was refused when the template
+        // was checked; a row stored before that rule is deleted as it always was, and the reason says so).
+        let kept = ''
+        if (this.row.deletionPolicy === 'Snapshot') {
+          if (type.snapshot) {
+            const snap = await this.act((rc) => type.snapshot!(rc, state))
+            if (!snap.ok) return snap.aborted ? this.fail('DELETE', `DELETE aborted (${snap.aborted})`, true) : this.fail('DELETE', `the snapshot failed, so nothing was deleted: ${message(snap.error)}`)
+            kept = snap.value ? `; snapshot ${snap.value.name} kept` : '; nothing left to snapshot'
+          } else kept = `; ${type.name} cannot take a snapshot: deleted without one`
+        }
         const res = await this.act((rc) => type.delete(rc, state))
         if (!res.ok) return this.actionFailed('DELETE', res)
-        return this.finish({ ok: true, reason: 'state changed', set: { ...deleted, statusReason: 'state changed' }, resourceEvent: true, deleted: true }, 'deleted')
+        const reason = `state changed${kept}`
+        return this.finish({ ok: true, reason, set: { ...deleted, statusReason: reason }, resourceEvent: true, deleted: true }, 'deleted')
       }
     }
   }
 
+  /**
+   * A drift check: the type observes the object, the finding is stored
+   * against the row, and the row itself is left as it was (its action and
+   * status are the last action's). A look that fails is stored as
+   * NOT_CHECKED with its reason, and the check goes on with the other rows:
+   * one unreachable object must not hide the drift of the rest.
+   */
+  private async drift(): Promise<NodeResult> {
+    const type = this.deps.types.get(this.row.type)
+    const state = this.stored()
+    let finding: DriftFinding
+    if (!type?.observe) finding = { state: 'NOT_CHECKED', changes: [], problems: [type ? `${this.row.type} cannot observe its object` : `unknown resource type ${this.row.type}`] }
+    else if (this.row.properties === null) finding = { state: 'NOT_CHECKED', changes: [], problems: [`the resource was never created (${this.row.action}_${this.row.status})`] }
+    else {
+      const res = await this.act((rc) => type.observe!(rc, state))
+      finding = res.ok ? compareObserved(state.properties, res.value) : { state: 'NOT_CHECKED', changes: [], problems: [this.redact(`observe failed: ${res.aborted ?? message(res.error)}`)] }
+    }
+    await this.deps.store.recordDrift(this.job, {
+      stackId: this.scope.stack.id,
+      resourceId: this.row.id,
+      resourceName: this.row.name,
+      state: finding.state,
+      changes: boundedChanges(finding.changes),
+      problems: finding.problems,
+    })
+    const reason = this.redact(describeDrift(finding))
+    const eventData = { drift: finding.state, changed: finding.changes.map((c) => c.property), problems: finding.problems.map((p) => this.redact(p)) }
+    return this.finish({ ok: true, reason, payload: payloadOf(this.row), eventData }, 'checked')
+  }
+
+  /**
+   * Heat's stack check, by looking: the type observes the object (gone or
+   * drifted fails the check, naming what changed), then runs its own check.
+   */
   private async check(): Promise<NodeResult> {
     const type = this.deps.types.get(this.row.type)
     if (!type) return this.fail('CHECK', `unknown resource type ${this.row.type}`)
     const state = this.stored()
-    const res = await this.act(async (rc) => type.check?.(rc, state))
+    const res = await this.act(async (rc) => {
+      if (type.observe) {
+        const finding = compareObserved(state.properties, await type.observe(rc, state))
+        if (finding.state === 'DELETED' || finding.state === 'MODIFIED') throw new ResourceActionError(`${this.row.physicalId ?? this.row.name}: ${describeDrift(finding)}`)
+      }
+      await type.check?.(rc, state)
+    })
     if (!res.ok) return this.actionFailed('CHECK', res)
     return this.finish(
       { ok: true, reason: 'state changed', set: { action: 'CHECK', status: 'COMPLETE', statusReason: 'state changed' }, resourceEvent: true, payload: payloadOf(this.row, { action: 'CHECK', status: 'COMPLETE' }) },

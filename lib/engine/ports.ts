@@ -3,7 +3,8 @@
  * lib/db/store.ts (PostgreSQL); every method is one short transaction, and
  * none is held open across a resource action.
  */
-import type { ClaimOutcome, OutsideOwner, OutsideRecord, OutsideRef, ResourceSignal, SignalWaitOutcome } from '../resources/types'
+import type { AdoptOutcome, ClaimOutcome, OutsideOwner, OutsideRecord, OutsideRef, ResourceSignal, SignalWaitOutcome } from '../resources/types'
+import type { DriftState, PropertyChange } from './drift'
 import type { NodeKey, NodePayload, ResourceAction, ResourceStatus, StackAction, TraversalGraph } from './types'
 
 export type JobKind = 'check_resource' | 'rollback'
@@ -63,6 +64,8 @@ export interface ResourceRow {
   pendingProperties: Record<string, unknown> | null
   attributes: Record<string, unknown> | null
   data: Record<string, unknown> | null
+  /** Forms of the secret values its properties were made from (see lib/template/secrecy.ts). */
+  secretForms: string[]
   deletionPolicy: string
   engineId: string | null
   lockTraversalId: string | null
@@ -88,6 +91,7 @@ export interface RowUpdate {
   properties?: Record<string, unknown>
   attributes?: Record<string, unknown>
   data?: Record<string, unknown>
+  secretForms?: string[]
   requires?: number[]
   currentTemplateId?: string
   deletionPolicy?: string
@@ -142,6 +146,8 @@ export interface StoredTraversal {
   action: StackAction
   rawTemplateId: string
   deadline: Date
+  /** An update with `converge`: each node observes its row's object before deciding. */
+  converge?: boolean
   graph: TraversalGraph
   /**
    * `parsed`: the template as stored when it was submitted (plain JSON), so a worker need not re-read the text;
@@ -156,11 +162,12 @@ export interface StoredTraversal {
  * (ResourceContext.objects, lib/resources/types.ts, where the rules are).
  */
 export interface OutsideObjectStore {
-  claim(owner: OutsideOwner, refs: OutsideRef[], opts?: { sizeBytes?: number; quotaBytes?: number }): Promise<ClaimOutcome>
+  claim(owner: OutsideOwner, refs: OutsideRef[], opts?: { sizeBytes?: number; quotaBytes?: number; snapshotOf?: string }): Promise<ClaimOutcome>
   find(refs: OutsideRef[]): Promise<(OutsideRecord | null)[]>
   settle(owner: OutsideOwner, refs: OutsideRef[], sizeBytes?: number): Promise<void>
   startDelete(owner: OutsideOwner, refs: OutsideRef[]): Promise<OutsideRef[]>
   forget(owner: OutsideOwner, refs: OutsideRef[]): Promise<void>
+  adopt(owner: OutsideOwner, refs: OutsideRef[], opts: { unrecorded: boolean; dryRun?: boolean; sizeBytes?: number }): Promise<AdoptOutcome>
 }
 
 /** Signals sent to resources (OS::Heat::WaitConditionHandle); ResourceContext.signals binds them to a stack and an action. */
@@ -168,6 +175,16 @@ export interface SignalStore {
   waitFor(stackId: string, handle: string, count: number, timeoutMs: number, signal: AbortSignal): Promise<SignalWaitOutcome>
   list(stackId: string, handle: string): Promise<ResourceSignal[]>
   clear(stackId: string, handle: string): Promise<void>
+}
+
+/** What a drift node found of one row (lib/engine/drift.ts), as stored for `GET /api/stacks/{id}/drift`. */
+export interface DriftRecord {
+  stackId: string
+  resourceId: number
+  resourceName: string
+  state: DriftState
+  changes: PropertyChange[]
+  problems: string[]
 }
 
 export interface ConvergenceStore {
@@ -181,6 +198,14 @@ export interface ConvergenceStore {
    */
   recordIntent(job: ClaimedJob, properties: Record<string, unknown>, requires: number[]): Promise<boolean>
   reportProgress(job: ClaimedJob, message: string, fraction: number | null): Promise<void>
+  /**
+   * Before an adoption (external_id) acts: the row is kept when deleted (deletion_policy Retain, as Heat
+   * never deletes an external resource) and its data names the external id, so that the cleanup of an
+   * adoption interrupted half-way never removes the object. False: the lock is lost, do not act.
+   */
+  markAdopting(job: ClaimedJob, externalId: string): Promise<boolean>
+  /** Store what a drift traversal's node found (one short transaction; a re-run overwrites it). */
+  recordDrift(job: ClaimedJob, record: DriftRecord): Promise<void>
   loadTraversal(traversalId: string): Promise<StoredTraversal | null>
   objects: OutsideObjectStore
   signals: SignalStore

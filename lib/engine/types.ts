@@ -8,7 +8,7 @@
  * (`to` runs first), as in Heat's `Dependencies`.
  */
 
-export type StackAction = 'CREATE' | 'UPDATE' | 'DELETE' | 'ROLLBACK' | 'CHECK'
+export type StackAction = 'CREATE' | 'UPDATE' | 'DELETE' | 'ROLLBACK' | 'CHECK' | 'DRIFT'
 export type StackStatus = 'IN_PROGRESS' | 'COMPLETE' | 'FAILED'
 export type ResourceAction = 'INIT' | 'CREATE' | 'UPDATE' | 'DELETE' | 'ROLLBACK' | 'CHECK'
 export type ResourceStatus = 'IN_PROGRESS' | 'COMPLETE' | 'FAILED'
@@ -86,4 +86,6 @@ export interface NodePayload {
   attributes: Record<string, unknown>
   action: ResourceAction
   status: ResourceStatus
+  /** The secret forms the row's properties carry (an attribute that passes one on is secret too). */
+  secretForms?: string[]
 }

@@ -12,7 +12,7 @@
  * the node (or the output) with it. The calling thread never runs more than
  * its allowance of a tenant's template.
  */
-import { resolveOutputs, resolveProperties, type ResolvedOutput } from '../template'
+import { knownSecrets, resolveOutputs, resolveSecretAware, type ResolvedOutput, type SecretAwareProperties } from '../template'
 import { Budget, BudgetExceeded, countNodes } from '../template/budget'
 import type { OutputSnippet, PortableDefinition } from '../template/types'
 import { decodeDeferred, encodeDeferred } from './codec'
@@ -47,13 +47,14 @@ export function definitionOf(stored: StoredTemplate, opts: { outputsOnly?: boole
   )
 }
 
-/** A resource's properties with the values of the resources it reads. */
-export function propertiesOf(def: Pick<PortableDefinition, 'resources'>, name: string, inputs: ResourceValues[]): Promise<Record<string, unknown>> {
+/** A resource's properties with the values of the resources it reads, and the secret forms they carry. */
+export function propertiesOf(def: Pick<PortableDefinition, 'resources' | 'secretForms'>, name: string, inputs: ResourceValues[]): Promise<SecretAwareProperties> {
   const properties = def.resources[name]?.properties
+  const known = knownSecrets(def, name)
   return bounded(
     properties,
-    (budget) => resolveProperties(def, name, valuesContext(inputs), budget),
-    () => ({ kind: 'properties', name, properties: encodeDeferred(properties), inputs }),
+    (budget) => resolveSecretAware(def, name, valuesContext(inputs), known, budget),
+    () => ({ kind: 'properties', name, properties: encodeDeferred(properties), inputs, known }),
   )
 }
 

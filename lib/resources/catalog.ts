@@ -18,7 +18,7 @@ function containsUnknown(v: unknown): boolean {
 
 export function catalogData(types: ResourceType[]): CatalogData {
   return Object.fromEntries(
-    types.map((t) => [t.name, { properties: t.properties as Record<string, unknown>, attributes: t.acceptsAnyAttribute ? null : Object.keys(t.attributes), acceptsAnyProperties: t.acceptsAnyProperties === true }]),
+    types.map((t) => [t.name, { properties: t.properties as Record<string, unknown>, attributes: t.acceptsAnyAttribute ? null : Object.keys(t.attributes), acceptsAnyProperties: t.acceptsAnyProperties === true, adopts: t.adopt !== undefined, snapshots: t.snapshot !== undefined }]),
   )
 }
 
@@ -33,6 +33,8 @@ export function catalogFromData(data: CatalogData): TypeCatalog {
       return validateProperties(t.properties as Record<string, PropertySchema>, properties, { skip: containsUnknown, acceptUnknown: t.acceptsAnyProperties }).issues
     },
     attributes: (name) => get(name)?.attributes ?? undefined,
+    adopts: (name) => get(name)?.adopts === true,
+    snapshots: (name) => get(name)?.snapshots === true,
   }
 }
 

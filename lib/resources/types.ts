@@ -11,7 +11,9 @@
  *
  * Idempotence matters: a worker can die after the action changed the outside
  * world but before the result was stored. The engine then marks the row FAILED
- * and replaces it (or retries a create in place), and the FAILED row's cleanup
+ * and replaces it, updates it in place (when `observe` finds the object and
+ * `needsReplaceFailed` says it can be repaired), or retries a create in
+ * place; a replaced FAILED row's cleanup
  * calls `delete` with whatever was stored; for a create that stored nothing,
  * with the properties it was started with (written before a create of a type
  * that is not `stateOnly` runs). So `delete` must tolerate "already gone", and
@@ -39,6 +41,23 @@
  * project's workspace (`config.workspaceDir/<project id>`), never through a
  * symbolic link, within the project's quota; a database login made for a
  * tenant reaches its own database only.
+ *
+ * Observing (`observe`) reads the real object and says whether it is gone or
+ * exists, with its properties as seen. Drift detection, `converge`, stack
+ * check and the recovery of a FAILED row all rest on it. Its rules:
+ *   - read-only: it changes nothing, neither the object nor Kiln's records
+ *     (`ctx.objects.find` only);
+ *   - fast: a single look (one stat and read, one catalog query), no waiting
+ *     for the object to settle; the engine runs it under the row's lock;
+ *   - abortable: it stops when `ctx.signal` fires, as an action does;
+ *   - faithful to the schema: a property is reported in the form the engine
+ *     stores it, and a value that equals the stored one is reported exactly
+ *     as stored (`0644` stays `0644`, never `420`), so that comparing the two
+ *     finds only real changes. A property it cannot read is left out, and is
+ *     then never compared.
+ * A state-only type has nothing outside Kiln: what the engine stores is all
+ * there is of it, and its observe answers `exists` with the stored properties
+ * and attributes (`observeStored`), so it is never found drifted.
  */
 import type { Logger } from '../logger'
 
@@ -119,6 +138,8 @@ export interface OutsideOwner {
 export interface OutsideRecord extends OutsideRef, OutsideOwner {
   state: 'creating' | 'present' | 'deleting'
   sizeBytes: number
+  /** A snapshot (deletion_policy: Snapshot): the key of the object it is a copy of. */
+  snapshotOf: string | null
 }
 
 export type ClaimOutcome =
@@ -135,6 +156,16 @@ export type ClaimOutcome =
   /** The project's files would exceed its workspace quota; nothing was recorded. */
   | { outcome: 'over_quota'; usedBytes: number; limitBytes: number }
 
+export type AdoptOutcome =
+  /** Recorded for this row (not in a dry run): `previous[i]` as for a claim (null: there was no record). */
+  | { outcome: 'adopted'; previous: (OutsideRecord | null)[] }
+  /** A resource of this or another stack of the project still owns `ref`, or another project does. */
+  | { outcome: 'refused'; ref: OutsideRef; owner: OutsideRecord }
+  /** Another row of this logical resource owns `ref` and is being acted on now. */
+  | { outcome: 'busy'; ref: OutsideRef; owner: OutsideRecord }
+  /** `ref` has no record, and the type adopts only what Kiln made (unrecorded: false). */
+  | { outcome: 'unrecorded'; ref: OutsideRef }
+
 /**
  * Kiln's records of the outside objects this row makes, bound to the row
  * (see the contract at the top of this file). Every call is one committed
@@ -145,8 +176,10 @@ export interface OutsideObjects {
    * Record that this row is making (or changing) these objects, before it acts.
    * `sizeBytes`/`quotaBytes` (one file): the size the file will have, and the
    * project's quota, checked against the sum of its recorded files.
+   * `snapshotOf`: these objects are a snapshot of that one (deletion_policy:
+   * Snapshot); the records outlive the row, listed on its stack.
    */
-  claim(refs: OutsideRef[], opts?: { sizeBytes?: number; quotaBytes?: number }): Promise<ClaimOutcome>
+  claim(refs: OutsideRef[], opts?: { sizeBytes?: number; quotaBytes?: number; snapshotOf?: string }): Promise<ClaimOutcome>
   /** The action finished: the objects exist (a file: `sizeBytes` is its size now). */
   settle(refs: OutsideRef[], sizeBytes?: number): Promise<void>
   /**
@@ -159,6 +192,17 @@ export interface OutsideObjects {
   startDelete(refs: OutsideRef[]): Promise<OutsideRef[]>
   /** The objects are gone: drops this row's records. */
   forget(refs: OutsideRef[]): Promise<void>
+  /**
+   * Adopt existing objects (a resource's `external_id`): record them as this
+   * row's, all or none. An object with a record may be adopted only within
+   * its project, and only when no live resource owns it (one kept by
+   * `deletion_policy: Retain`, or left by a deleted stack or resource), or
+   * when this logical resource owns it already; an object with no record only
+   * when `unrecorded` (a file in the project's own workspace; never a
+   * database on a shared server, which may be anyone's). `dryRun`: answer
+   * the same and write nothing (an import preview).
+   */
+  adopt(refs: OutsideRef[], opts: { unrecorded: boolean; dryRun?: boolean; sizeBytes?: number }): Promise<AdoptOutcome>
 }
 
 export interface ResourceContext {
@@ -223,6 +267,38 @@ export interface ResourceState {
   data: Record<string, unknown>
 }
 
+/** What `observe` saw of the real object. */
+export type Observation =
+  /** Nothing is there (the file, the database was removed). */
+  | { state: 'gone' }
+  | ObservedObject
+
+export interface ObservedObject {
+  state: 'exists'
+  /**
+   * The properties the type can read back, in the form the engine stores them
+   * (see the rules at the top of this file). A property left out is not compared.
+   */
+  properties: Record<string, unknown>
+  /** Attributes as an action would return them; omitted: the stored ones still hold. */
+  attributes?: Record<string, unknown>
+  /**
+   * What is wrong with the object beyond its properties, each a sentence for
+   * the user (a login role that is missing, a privilege someone granted): the
+   * object has drifted, and an update in place repairs it.
+   */
+  problems?: string[]
+}
+
+/** What `adopt` took into the stack: the object as observed, and what the engine stores for the row. */
+export interface Adopted {
+  physicalId: string
+  /** The properties as observed (the row's stored properties from now on). */
+  properties: Record<string, unknown>
+  attributes: Record<string, unknown>
+  data?: Record<string, unknown>
+}
+
 export interface ActionResult {
   /** The physical id (what `get_resource` returns). Defaults to the previous one, then to `ctx.physicalName`. */
   physicalId?: string | null
@@ -263,8 +339,48 @@ export interface ResourceType {
   replaceOnUpdate?(props: Record<string, unknown>, prev: ResourceState, changed: string[]): string | null
   /** Delete the resource. Must succeed when it is already gone. */
   delete(ctx: ResourceContext, state: ResourceState): Promise<void>
-  /** Verify the resource still exists and is healthy (stack check). Throw if not. */
+  /**
+   * Verify the resource is healthy (stack check), beyond what `observe` shows:
+   * a check first observes the object (gone or drifted fails it), then calls
+   * this. Throw if not.
+   */
   check?(ctx: ResourceContext, state: ResourceState): Promise<void>
+  /**
+   * Read the real object (read-only, fast, abortable: the rules at the top of
+   * this file). `state` is what the engine stored; the object is found by its
+   * physical id or stored properties. Without it, the type cannot be checked
+   * for drift and is taken as it is stored.
+   */
+  observe?(ctx: ResourceContext, state: ResourceState): Promise<Observation>
+  /**
+   * Heat's `needs_replace_failed`: a FAILED row (an action failed, or its
+   * worker died mid-action) whose object `observe` found to exist must be
+   * replaced (answer the reason) or can be repaired by an update in place
+   * (answer null; the update then runs even with no property changed). A
+   * FAILED row whose object is gone is always replaced. Without it (or
+   * without `observe`), a FAILED row is replaced, as Heat does by default.
+   */
+  needsReplaceFailed?(seen: ObservedObject, state: ResourceState): string | null
+  /**
+   * Adopt an object that exists (a resource's `external_id`, Heat's key):
+   * find it by that id, observe it, and record it as this row's
+   * (`ctx.objects.adopt`: never another project's object, nor one a live
+   * resource owns). Never creates or changes the object. Throws
+   * ResourceActionError, for the user to read, when there is nothing to adopt
+   * or it may not be adopted. `dryRun`: the same answer, nothing recorded (an
+   * import preview; read-only, as observe). Without it, `external_id` is
+   * refused for the type when the template is checked.
+   */
+  adopt?(ctx: ResourceContext, externalId: string, opts: { dryRun: boolean }): Promise<Adopted>
+  /**
+   * Keep a copy of the object before it is deleted (deletion_policy:
+   * Snapshot): the engine calls it, then `delete`. The copy is recorded
+   * through `ctx.objects.claim(refs, { snapshotOf })` before it is made, and
+   * outlives the row. Answers the snapshot's name, or null when there was
+   * nothing left to copy. Idempotent, as every action: a retry finds the copy
+   * it made. Without it, deletion_policy Snapshot is refused for the type.
+   */
+  snapshot?(ctx: ResourceContext, state: ResourceState): Promise<{ name: string } | null>
 }
 
 /** Thrown by `update` to ask the engine to replace the resource (Heat's UpdateReplace). */

@@ -5,14 +5,16 @@
  */
 import { env, type Env } from '../env'
 import { createDb, type Db } from '../db/client'
-import { limitsFrom, publicUrlFrom } from '../config'
+import { limitsFrom, publicUrlFrom, typeConfigFrom } from '../config'
 import { failedAttemptLimit, type FailedAttemptLimit } from '../auth/failed-attempts'
 import type { ClientInfo } from '../api/http'
 import { builtinTypes, createRegistry, typeCatalog } from '../resources/registry'
 import { createStackService, type StackService } from '../services/stacks'
+import { createPlanService } from '../services/plans'
 import { createLogger, type Logger } from '../logger'
 import { createAccountService, type AccountService } from '../services/accounts'
 import { createReadService, type ReadService } from '../services/reads'
+import { createImportService } from '../services/imports'
 import { createApi } from '../api'
 import type { ApiDeps } from '../api/deps'
 
@@ -44,11 +46,14 @@ export function appContext(): AppContext {
   const registry = createRegistry(builtinTypes())
   const log = createLogger({ level: e.KILN_LOG_LEVEL, format: e.KILN_LOG_FORMAT }).scope({ proc: 'web' })
   const stacks = createStackService({ db, catalog: typeCatalog(registry), types: registry, limits: limitsFrom(e), defaultTimeoutMins: e.KILN_DEFAULT_TIMEOUT_MINS })
+  const plans = createPlanService({ db, catalog: typeCatalog(registry), types: registry, limits: limitsFrom(e), ttlMs: e.KILN_PLAN_TTL_MS }, stacks)
   const reads = createReadService(db.pool, registry)
+  // The import preview looks at objects from here, as a worker would find them.
+  const imports = createImportService({ db, catalog: typeCatalog(registry), types: registry, typeConfig: typeConfigFrom(e, e.DATABASE_URL), limits: limitsFrom(e), stacks, log })
   const accounts = createAccountService(db)
   const failedAttempts = failedAttemptLimit({ perMinute: e.KILN_AUTH_FAILURES_PER_MINUTE, log })
   let publicUrl = publicUrlFrom(e, e.PORT)
-  const deps: ApiDeps = { db, stacks, reads, accounts, registry, log, failedAttempts, maxBodyBytes: e.KILN_MAX_BODY_BYTES, limits: limitsFrom(e), leaseMs: e.KILN_LEASE_MS, secureCookies: e.KILN_SECURE_COOKIES, publicUrl: () => publicUrl }
+  const deps: ApiDeps = { db, stacks, plans, imports, reads, accounts, registry, log, failedAttempts, maxBodyBytes: e.KILN_MAX_BODY_BYTES, limits: limitsFrom(e), leaseMs: e.KILN_LEASE_MS, secureCookies: e.KILN_SECURE_COOKIES, publicUrl: () => publicUrl }
   // PORT=0 binds a port chosen by the system: the default public URL names the one bound.
   const listening = (port: number) => (publicUrl = publicUrlFrom(e, port))
   const ctx: AppContext = { env: e, db, registry, stacks, reads, accounts, log, api: createApi(deps), failedAttempts, listening }

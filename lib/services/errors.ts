@@ -18,11 +18,35 @@ export class NotFoundError extends DomainError {
   readonly code = 'not_found'
 }
 
-/** The operation cannot proceed in the stack's current state (e.g. update while a delete runs). */
+/**
+ * The operation cannot proceed in the stack's current state (e.g. update while a delete runs).
+ * `details` go into the error body: what changed meanwhile, for a stale edit or plan.
+ */
 export class ConflictError extends DomainError {
   override name = 'ConflictError'
   readonly status = 409
   readonly code = 'conflict'
+  constructor(
+    message: string,
+    readonly details: Record<string, unknown> = {},
+  ) {
+    super(message)
+  }
+  override body() {
+    return { error: { code: this.code, message: this.message, ...this.details } }
+  }
+}
+
+/** Something that existed and is no longer usable (an expired plan). */
+export class GoneError extends DomainError {
+  override name = 'GoneError'
+  readonly status = 410
+  constructor(
+    message: string,
+    readonly code: string,
+  ) {
+    super(message)
+  }
 }
 
 export class ForbiddenError extends DomainError {

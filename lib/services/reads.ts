@@ -1,21 +1,27 @@
 /**
  * Read side of the service layer: stacks, resources, events, traversals,
  * graphs, templates and outputs of one project. Every query is scoped to the
- * actor's project; another project's stack is "not found". Hidden parameter
- * values and secret attributes are masked here, once, for every caller (API,
- * Heat API, UI, CLI).
+ * actor's project; another project's stack is "not found". Secrets are
+ * masked here, once, for every caller (API, Heat API, UI, CLI): hidden
+ * parameter values, secret attributes, and every value derived from them
+ * (each row stores the forms its properties carry, resource.secret_forms), by
+ * value wherever they show; an output evaluated from a secret is `sensitive`
+ * and shown only when asked for by name with `reveal`.
  */
 import type pg from 'pg'
 import { toCytoscape, toDot, toGraphML, type NodeAnnotation } from '../engine/export'
 import type { NodeId, TraversalGraph } from '../engine/types'
 import type { Registry } from '../resources/registry'
 import { shownValue } from '../resources/schema'
+import { addSecretValues, secretsOfType } from '../resources/secrets'
 import { definitionOf, outputsOf } from '../evaluation/bounded'
 import type { ResolvedOutput } from '../template'
 import { BudgetExceeded } from '../template/budget'
 import type { OutputSnippet } from '../template/types'
 import { NotFoundError, ValidationError } from './errors'
-import { hiddenValues as hiddenForms, MASK, redact, secretList } from './secrets'
+import { latestDrift, type StoredDrift } from '../db/queries/drift'
+import type { DriftState } from '../engine/drift'
+import { hiddenValues as hiddenForms, holdsSecret, MASK, redact, secretList, type Secrets } from './secrets'
 import type { Actor, StackRecord } from './stacks'
 
 export { MASK }
@@ -43,6 +49,11 @@ export interface ListQuery {
 }
 
 const iso = (d: unknown) => (d ? new Date(d as string).toISOString() : null)
+
+/** A row's drift as the resource listing shows it (null: no current finding). */
+function rowDrift(d: { state: DriftState; changes: unknown[]; problems: string[]; observedAt: string } | undefined, traversalId: string | undefined) {
+  return d && traversalId ? { state: d.state, changes: d.changes, problems: d.problems, observedAt: d.observedAt, traversalId } : null
+}
 
 function summary(r: Record<string, unknown>): StackSummary {
   return {
@@ -73,8 +84,11 @@ const PROGRESS_SQL = `
 const OUTPUTS_CACHE_SIZE = 256
 
 export function createReadService(pool: pg.Pool, registry: Registry) {
-  /** Hidden values per stack (see stackSecrets), least recently computed first. */
-  const secretsCache = new Map<string, { key: string; secrets: string[] }>()
+  /** Types that declare a secret attribute or property: their rows' values are secrets of the stack. */
+  const secretTypes = registry.list().filter((t) => secretsOfType(t).attributes.length || secretsOfType(t).properties.length).map((t) => t.name)
+  const propertySecretTypes = registry.list().filter((t) => secretsOfType(t).properties.length).map((t) => t.name)
+  /** Hidden values per stack (see hiddenSecrets), least recently computed first. */
+  const secretsCache = new Map<string, { key: string; secrets: Secrets }>()
   /**
    * A template's outputs with parameters and conditions applied (what is left: references to
    * resources), by template id. Reads evaluate them once per template, not on every GET, and
@@ -127,24 +141,82 @@ export function createReadService(pool: pg.Pool, registry: Registry) {
     return out
   }
 
-  function maskAttributes(type: string, attrs: Record<string, unknown> | null, secrets: string[]): Record<string, unknown> {
+  function maskAttributes(type: string, attrs: Record<string, unknown> | null, secrets: Secrets): Record<string, unknown> {
     const t = registry.get(type)
     if (!attrs) return {}
     return Object.fromEntries(Object.entries(attrs).map(([k, v]) => [k, t?.attributes[k]?.secret ? MASK : redact(v, secrets)]))
   }
 
-  function maskProperties(type: string, props: Record<string, unknown> | null, secrets: string[]): Record<string, unknown> | null {
+  function maskProperties(type: string, props: Record<string, unknown> | null, secrets: Secrets): Record<string, unknown> | null {
     if (!props) return null
     const t = registry.get(type)
     // A large value (a file's content) is cut to what its schema shows (shownUpToBytes).
     return Object.fromEntries(Object.entries(props).map(([k, v]) => [k, t?.properties[k]?.secret ? MASK : shownValue(t?.properties[k], redact(v, secrets))]))
   }
 
+  /** A drift finding's changes as shown: secret properties masked, hidden values redacted, long values cut. */
+  function maskChanges(type: string | null, changes: StoredDrift['results'][number]['changes'], secrets: Secrets) {
+    const shown = (v: unknown, property: string) => maskProperties(type ?? '', { [property]: v }, secrets)![property]
+    return changes.map((c) => ({ property: c.property, stored: shown(c.stored, c.property), seen: shown(c.seen, c.property) }))
+  }
+
+  /** The stack's latest drift check, as shown (masked), or null if none ran. */
+  async function driftOf(stackId: unknown, secrets: Secrets) {
+    const d = await latestDrift(pool, String(stackId))
+    if (!d) return null
+    const resources = d.results.map((r) => ({
+      name: r.resourceName,
+      resourceId: r.resourceId,
+      type: r.type,
+      physicalId: r.physicalId,
+      state: r.state as DriftState,
+      changes: maskChanges(r.type, r.changes, secrets),
+      problems: r.problems.map((p) => redact(p, secrets)),
+      observedAt: iso(r.observedAt)!,
+    }))
+    const count = (s: DriftState) => resources.filter((r) => r.state === s).length
+    return {
+      traversalId: d.traversal.id,
+      status: d.traversal.outcome ?? 'IN_PROGRESS',
+      statusReason: redact(d.traversal.outcomeReason, secrets),
+      startedBy: d.traversal.startedBy,
+      startedAt: iso(d.traversal.startedAt)!,
+      endedAt: iso(d.traversal.endedAt),
+      current: d.current,
+      summary: { inSync: count('IN_SYNC'), modified: count('MODIFIED'), deleted: count('DELETED'), notChecked: count('NOT_CHECKED') },
+      resources,
+    }
+  }
+
+  /**
+   * Every secret of the stack, longest first: its hidden parameters' values, the values of its rows'
+   * secret attributes (and properties), and the forms each row's properties were derived from.
+   */
+  async function stackSecrets(stackId: unknown): Promise<Secrets> {
+    const [hidden, rows] = await Promise.all([hiddenSecrets(stackId), rowSecrets(stackId)])
+    return rows.size ? secretList([...hidden.texts, ...rows]) : hidden
+  }
+
+  /** What the stack's rows hold that is secret (rows change: read each time, one indexed query). */
+  async function rowSecrets(stackId: unknown): Promise<Set<string>> {
+    const { rows } = await pool.query(
+      `SELECT type, secret_forms, CASE WHEN type = ANY($2::text[]) THEN attributes END AS attributes, CASE WHEN type = ANY($3::text[]) THEN properties END AS properties
+         FROM resource WHERE stack_id = $1 AND (cardinality(secret_forms) > 0 OR type = ANY($2::text[]))`,
+      [stackId, secretTypes, propertySecretTypes],
+    )
+    const out = new Set<string>()
+    for (const r of rows) {
+      for (const f of (r.secret_forms as string[] | null) ?? []) out.add(f)
+      addSecretValues(registry.get(String(r.type)), r, out)
+    }
+    return out
+  }
+
   /**
    * Every form of every hidden parameter value any template of the stack was given (request,
    * environment or default): rows, events and reasons of earlier templates may still hold old values.
    */
-  async function stackSecrets(stackId: unknown): Promise<string[]> {
+  async function hiddenSecrets(stackId: unknown): Promise<Secrets> {
     // Templates are only ever added: their count and newest time say whether the cached list still holds.
     const { rows: [k] } = await pool.query(`SELECT count(*)::int AS n, max(created_at) AS at FROM raw_template WHERE stack_id = $1`, [stackId])
     const key = `${k?.n}|${k?.at ? new Date(k.at).getTime() : ''}`
@@ -168,7 +240,7 @@ export function createReadService(pool: pg.Pool, registry: Registry) {
   }
 
   /** The environment as stored, with hidden parameters' entries masked. */
-  function maskEnvironment(t: { template: Record<string, unknown>; environment: Record<string, unknown> | null }, secrets: string[]): Record<string, unknown> {
+  function maskEnvironment(t: { template: Record<string, unknown>; environment: Record<string, unknown> | null }, secrets: Secrets): Record<string, unknown> {
     const env = { ...((t.environment ?? {}) as Record<string, unknown>) }
     const schemas = (t.template.parameters ?? {}) as Record<string, { hidden?: unknown } | null>
     for (const section of ['parameters', 'parameter_defaults']) {
@@ -179,23 +251,33 @@ export function createReadService(pool: pg.Pool, registry: Registry) {
     return redact(env, secrets)
   }
 
-  async function outputs(stack: Record<string, unknown>): Promise<Record<string, ResolvedOutput>> {
+  /**
+   * The stack's outputs. One evaluated from a secret (or whose value holds one) is `sensitive`:
+   * its value is masked whole, unless it is the output named by `reveal`.
+   */
+  async function outputs(stack: Record<string, unknown>, reveal: string | null = null, known?: Secrets): Promise<Record<string, ResolvedOutput>> {
     const t = await templateOf((stack.raw_template_id as string | null) ?? null)
     if (!t) return {}
     let snippets: Record<string, OutputSnippet>
     try {
       snippets = await staticOutputs(t, stack)
     } catch (err) {
-      return { _error: { value: null, error: redact((err as Error).message, await stackSecrets(stack.id)) } }
+      return { _error: { value: null, error: redact((err as Error).message, known ?? (await stackSecrets(stack.id))) } }
     }
     if (!Object.keys(snippets).length) return {}
     const { rows } = await pool.query(
-      `SELECT DISTINCT ON (name) name, type, physical_id, attributes FROM resource
+      `SELECT DISTINCT ON (name) name, type, physical_id, attributes, secret_forms FROM resource
         WHERE stack_id = $1 AND action IN ('CREATE', 'UPDATE', 'CHECK') AND status = 'COMPLETE' AND current_template_id IS NOT NULL
         ORDER BY name, id DESC`,
       [stack.id],
     )
-    const values = rows.map((r) => ({ name: String(r.name), physicalId: (r.physical_id as string | null) ?? null, attributes: (r.attributes as Record<string, unknown> | null) ?? null }))
+    const values = rows.map((r) => ({
+      name: String(r.name),
+      physicalId: (r.physical_id as string | null) ?? null,
+      attributes: (r.attributes as Record<string, unknown> | null) ?? null,
+      secretAttributes: secretsOfType(registry.get(String(r.type))).attributes,
+      secretForms: (r.secret_forms as string[] | null) ?? [],
+    }))
     let resolved: Record<string, ResolvedOutput>
     try {
       resolved = await outputsOf(snippets, values)
@@ -204,7 +286,19 @@ export function createReadService(pool: pg.Pool, registry: Registry) {
       if (!(err instanceof BudgetExceeded)) throw err
       resolved = Object.fromEntries(Object.entries(snippets).map(([k, o]) => [k, { ...(o.description !== undefined ? { description: o.description } : {}), value: null, error: err.message }]))
     }
-    return redact(resolved, await stackSecrets(stack.id))
+    const secrets = known ?? (await stackSecrets(stack.id))
+    return Object.fromEntries(
+      Object.entries(resolved).map(([k, o]) => {
+        const shown: ResolvedOutput = { ...(o.description !== undefined ? { description: redact(o.description, secrets) } : {}), value: null }
+        if (o.error !== undefined) shown.error = redact(o.error, secrets)
+        if (o.sensitive || holdsSecret(o.value, secrets)) {
+          // Masked whole, not piece by piece: what is left of a secret's text around a mask may still give it away.
+          if (o.error === undefined) shown.value = reveal === k ? o.value : MASK
+          shown.sensitive = true
+        } else shown.value = o.value
+        return [k, shown]
+      }),
+    )
   }
 
   /** A stack as shown, but for its outputs. Of its template, only the description and parameters are read (not the text, not every resource). */
@@ -281,6 +375,16 @@ export function createReadService(pool: pg.Pool, registry: Registry) {
     async resources(actor: Actor, ref: string, opts: { all?: boolean; id?: number } = {}) {
       const s = await stackRow(actor, ref)
       const secrets = await stackSecrets(s.id)
+      // The latest drift check's finding per row, while no later operation may have changed the rows.
+      const drift = await driftOf(s.id, secrets)
+      const driftOfRow = new Map(drift?.current ? drift.resources.map((d) => [d.resourceId, d]) : [])
+      // A resource's `description` (a key of its definition) as the stack's template gives it.
+      const { rows: [t] } = await pool.query(`SELECT template->'resources' AS resources FROM raw_template WHERE id = $1`, [s.raw_template_id])
+      const defs = (t?.resources ?? {}) as Record<string, { description?: unknown } | null>
+      const descriptionOf = (name: string) => {
+        const d = Object.hasOwn(defs, name) ? defs[name]?.description : undefined
+        return typeof d === 'string' ? redact(d, secrets) : ''
+      }
       const { rows } = await pool.query(
         `SELECT r.*, CASE WHEN w.id IS NULL THEN NULL ELSE w.hostname || ':' || w.pid END AS worker_name FROM resource r LEFT JOIN worker w ON w.id = r.engine_id
           WHERE r.stack_id = $1 ${opts.id !== undefined ? 'AND r.id = $2' : opts.all ? '' : `AND NOT (r.action = 'DELETE' AND r.status = 'COMPLETE')`} ORDER BY r.name, r.id`,
@@ -294,6 +398,7 @@ export function createReadService(pool: pg.Pool, registry: Registry) {
         action: String(r.action),
         status: String(r.status),
         statusReason: redact(String(r.status_reason), secrets),
+        description: descriptionOf(String(r.name)),
         physicalId: (r.physical_id as string | null) ?? null,
         properties: maskProperties(String(r.type), r.properties, secrets),
         attributes: maskAttributes(String(r.type), r.attributes, secrets),
@@ -304,9 +409,32 @@ export function createReadService(pool: pg.Pool, registry: Registry) {
         lock: r.engine_id ? { worker: String(r.engine_id), workerName: (r.worker_name as string | null) ?? null, traversalId: r.lock_traversal_id, leaseExpiresAt: iso(r.lease_expires_at) } : null,
         waiter: r.waiter_traversal_id ? { traversalId: String(r.waiter_traversal_id), isUpdate: Boolean(r.waiter_is_update) } : null,
         lastTraversalId: (r.last_traversal_id as string | null) ?? null,
+        drift: rowDrift(driftOfRow.get(Number(r.id)), drift?.traversalId),
         createdAt: iso(r.created_at)!,
         updatedAt: iso(r.updated_at)!,
       }))
+    },
+
+    /**
+     * The snapshots the stack's resources kept when they were deleted (deletion_policy: Snapshot), also once
+     * the stack is deleted (by its id): each restorable into a new database of the project (from_snapshot).
+     */
+    async snapshots(actor: Actor, ref: string) {
+      const s = await stackRow(actor, ref)
+      const { rows } = await pool.query(
+        `SELECT key, snapshot_of, resource_name, state, created_at FROM outside_object
+          WHERE stack_id = $1 AND project_id = $2 AND kind = 'pg_database' AND snapshot_of IS NOT NULL ORDER BY created_at, key`,
+        [s.id, actor.projectId],
+      )
+      return rows.map((r) => ({ name: String(r.key), of: String(r.snapshot_of), resource: String(r.resource_name), state: String(r.state), takenAt: iso(r.created_at)! }))
+    },
+
+    /** The latest drift check of the stack (`GET /api/stacks/{stack}/drift`). */
+    async drift(actor: Actor, ref: string) {
+      const s = await stackRow(actor, ref)
+      const d = await driftOf(s.id, await stackSecrets(s.id))
+      if (!d) throw new NotFoundError(`no drift check has run on stack ${String(s.name)}; start one with POST /api/stacks/{stack}/drift`)
+      return { stackId: String(s.id), stackName: String(s.name), ...d }
     },
 
     async events(actor: Actor, ref: string, q: { after?: number; limit: number; resource?: string; traversal?: string }) {
@@ -439,6 +567,13 @@ export function createReadService(pool: pg.Pool, registry: Registry) {
       await stackRow(actor, ref)
       const { rows } = await pool.query(`SELECT id, hostname, pid, state, stopped_at FROM worker WHERE id = ANY($1::uuid[])`, [ids])
       return rows.map((w) => ({ id: String(w.id), name: `${w.hostname}:${w.pid}`, state: String(w.state), stoppedAt: iso(w.stopped_at) }))
+    },
+
+    /** One output; a sensitive one's value only with `reveal` (an explicit request by a member of the project). */
+    async output(actor: Actor, ref: string, key: string, opts: { reveal: boolean }): Promise<ResolvedOutput> {
+      const all = await outputs(await stackRow(actor, ref), opts.reveal ? key : null)
+      if (!Object.hasOwn(all, key)) throw new NotFoundError(`output ${key} not found`)
+      return all[key]!
     },
   }
 }

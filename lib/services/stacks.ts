@@ -5,20 +5,26 @@
  *
  *   create · update (also while IN_PROGRESS: supersedes) · cancel (with or
  *   without rollback) · delete (also while IN_PROGRESS: aborts in-flight
- *   actions) · rollback · check · rollbackAfterFailure (worker)
+ *   actions) · rollback · check · drift (a check of every object against what
+ *   was stored) · rollbackAfterFailure (worker)
  */
 import crypto from 'node:crypto'
+import { isDeepStrictEqual } from 'node:util'
 import type pg from 'pg'
 import type { Db } from '../db/client'
 import { startTraversal, stopTraversal, type StartTraversalInput, type TraversalPlan } from '../db/queries/traversal'
+import { adoptionOf, externalIdRefusal } from '../engine/adoption'
+import { changedTargets } from '../engine/preempt'
 import type { StackAction } from '../engine/types'
 import { definitionOf } from '../evaluation/bounded'
 import { BudgetExceeded } from '../template/budget'
 import type { TypeCatalog } from '../template/types'
 import { ConflictError, NotFoundError, ValidationError } from './errors'
 import type { ResourceType } from '../resources/types'
-import { previewUpdate, type PreviewResult } from './preview'
-import { budgetError, checkSubmission, EMPTY_TEMPLATE_SOURCE, planFor, type Limits, type Submission } from './templates'
+import type { StoredTemplateRow } from '../db/queries/preview'
+import { expectedVersion, isUnchanged, staleConflict, type UpdateGuard } from './edit-guard'
+import { computeUpdatePreview, type PreviewResult } from './preview'
+import { budgetError, checkSubmission, EMPTY_TEMPLATE_SOURCE, planFor, type CheckContext, type Limits, type Submission } from './templates'
 
 export interface Actor {
   projectId: string
@@ -56,6 +62,10 @@ export interface OperationResult {
   action: StackAction | 'CANCEL'
   /** The traversal this one superseded, if a traversal was running. */
   superseded: string | null
+  /** The submission is what the stack already converges to: nothing was started. */
+  noChanges?: true
+  /** An update's new template version (what GET's ETag names from now on). */
+  templateId?: string
 }
 
 export interface CreateRequest extends Submission {
@@ -66,8 +76,19 @@ export interface CreateRequest extends Submission {
 }
 
 export interface UpdateRequest extends Partial<Submission> {
+  /**
+   * Abort the in-flight actions of the traversal this update supersedes on the resources whose targets it
+   * changes (their AbortSignal fires); this update then observes and converges what they leave.
+   */
+  preempt?: boolean
   /** PATCH semantics: reuse the current template and parameters; given parameters override. */
   existing?: boolean
+  /** Heat's `converge`: observe each resource and compare the new definition with it as it is, not as stored. */
+  converge?: boolean
+  /** Heat's `clear_parameters` (PATCH): stored parameter values to drop, so that these parameters take their defaults again. */
+  clearParameters?: string[]
+  /** The stack's tags from now on (omitted: kept). */
+  tags?: string[]
   timeoutMins?: number
   disableRollback?: boolean
 }
@@ -89,6 +110,24 @@ function toRecord(r: Record<string, unknown>): StackRecord {
     timeoutMins: Number(r.timeout_mins),
     disableRollback: Boolean(r.disable_rollback),
     deletedAt: (r.deleted_at as Date | null) ?? null,
+  }
+}
+
+/**
+ * The submission an update, a preview or a plan means, given the stack's current template:
+ * PATCH semantics (`existing`, or no template) reuse it and its parameters; given ones override.
+ */
+export function submissionFrom(current: Pick<StoredTemplateRow, 'source' | 'environment' | 'parameters'> | null, req: UpdateRequest): Submission {
+  if (req.template && !req.existing) return { template: req.template, environment: req.environment, parameters: req.parameters }
+  if (!current) throw new ConflictError('the stack has no template to reuse')
+  // Heat's clear_parameters: the stored values (request and environment `parameters`) of these go, back to their defaults.
+  const cleared = new Set(req.clearParameters ?? [])
+  const keep = (o: Record<string, unknown> | undefined) => Object.fromEntries(Object.entries(o ?? {}).filter(([k]) => !cleared.has(k)))
+  const env = current.environment as Record<string, unknown> | null
+  return {
+    template: req.template ?? current.source,
+    environment: req.environment ?? (cleared.size && env?.parameters ? { ...env, parameters: keep(env.parameters as Record<string, unknown>) } : current.environment),
+    parameters: { ...keep(current.parameters as Record<string, unknown> | undefined), ...(req.parameters ?? {}) },
   }
 }
 
@@ -131,31 +170,85 @@ export function createStackService(deps: ServiceDeps) {
   }
 
   /** The plan of a stored template (rollback target, check): evaluated within the inline allowance, or on a thread. */
-  async function storedPlan(stack: StackRecord, templateId: string): Promise<TraversalPlan> {
+  async function storedPlan(stack: StackRecord, templateId: string, opts: { fingerprints?: boolean } = {}): Promise<TraversalPlan> {
+    return planFor((await storedDefinition(stack, templateId)).definition, opts)
+  }
+
+  /** A stored template's definition (and its parsed JSON). */
+  async function storedDefinition(stack: StackRecord, templateId: string) {
     const { rows } = await pool.query('SELECT source, template, environment, parameters FROM raw_template WHERE id = $1', [templateId])
     const t = rows[0]
     if (!t) throw new ConflictError('the stored template is missing')
     const parsed = t.template && Object.keys(t.template).length ? (t.template as Record<string, unknown>) : null
     try {
-      const def = await definitionOf({ source: parsed ? null : t.source, parsed, environment: t.environment, parameters: t.parameters, stackName: stack.name, stackId: stack.id, projectId: stack.projectId })
-      return planFor(def)
+      const definition = await definitionOf({ source: parsed ? null : t.source, parsed, environment: t.environment, parameters: t.parameters, stackName: stack.name, stackId: stack.id, projectId: stack.projectId })
+      return { definition, parsed }
     } catch (err) {
       if (err instanceof BudgetExceeded) throw budgetError(err)
       throw err
     }
   }
 
+  /**
+   * Heat's `immutable` parameters: an update that gives one of the current
+   * template's immutable parameters another value is refused (Heat's
+   * ImmutableParameterModified), a 400 naming each (never its value).
+   */
+  async function refuseImmutableChanges(stack: StackRecord, values: Record<string, unknown>, names: string[]): Promise<void> {
+    if (!stack.rawTemplateId) return
+    const { rows } = await pool.query(
+      `SELECT coalesce(array_agg(k), '{}') AS names FROM raw_template, jsonb_each(CASE WHEN jsonb_typeof(template->'parameters') = 'object' THEN template->'parameters' ELSE '{}' END) AS p(k, v)
+        WHERE id = $1 AND (v->'immutable' = 'true'::jsonb OR v->>'immutable' = 'true')`,
+      [stack.rawTemplateId],
+    )
+    const immutable = (rows[0].names as string[]).filter((n) => names.includes(n))
+    if (!immutable.length) return
+    const before = (await storedDefinition(stack, stack.rawTemplateId)).definition.parameters
+    const changed = immutable.filter((n) => !isDeepStrictEqual(before[n] ?? null, values[n] ?? null)).sort()
+    if (!changed.length) return
+    const issues = changed.map((n) => ({ code: 'parameter' as const, path: `parameters.${n}`, line: null, column: null, message: `parameter ${n} is immutable and may not be updated` }))
+    throw new ValidationError(`The following parameters are immutable and may not be updated: ${changed.join(', ')}`, issues)
+  }
+
   /** The submission an update or preview means: PATCH semantics reuse the current template and parameters. */
+
   async function submissionFor(stack: StackRecord, req: UpdateRequest): Promise<Submission> {
-    if (req.template && !req.existing) return { template: req.template, environment: req.environment, parameters: req.parameters }
+    if (req.template && !req.existing) return submissionFrom(null, req)
     if (!stack.rawTemplateId) throw new ConflictError('the stack has no template to reuse')
     const { rows } = await pool.query('SELECT source, environment, parameters FROM raw_template WHERE id = $1', [stack.rawTemplateId])
-    const cur = rows[0]
-    return {
-      template: req.template ?? cur.source,
-      environment: req.environment ?? cur.environment,
-      parameters: { ...cur.parameters, ...(req.parameters ?? {}) },
-    }
+    return submissionFrom(rows[0] ?? null, req)
+  }
+
+  const checkContext = (actor: Actor, stack: StackRecord): CheckContext => ({ catalog: deps.catalog, limits: deps.limits, stackName: stack.name, stackId: stack.id, projectId: actor.projectId })
+
+  /**
+   * Heat's rules for external_id, checked before an update starts (the engine
+   * keeps them too): it cannot be added to a resource Kiln manages nor
+   * changed, and an adopted resource cannot be updated while it is set. Each
+   * refusal is a 400 naming the resource's external_id.
+   */
+  async function refuseExternalChanges(stack: StackRecord, plan: TraversalPlan): Promise<void> {
+    const external = plan.external ?? {}
+    const names = Object.keys(external)
+    if (!names.length) return
+    const { rows } = await pool.query(
+      `SELECT DISTINCT ON (name) name, data FROM resource
+        WHERE stack_id = $1 AND name = ANY($2) AND properties IS NOT NULL AND NOT (action = 'DELETE' AND status = 'COMPLETE')
+        ORDER BY name, id DESC`,
+      [stack.id, names],
+    )
+    const issues = rows.flatMap((r) => {
+      const e = external[String(r.name)]!
+      const why = externalIdRefusal(String(r.name), adoptionOf(r.data), e.externalId, e.fingerprint)
+      return why ? [{ code: 'structure' as const, path: `resources.${String(r.name)}.external_id`, line: null, column: null, message: why }] : []
+    })
+    if (issues.length) throw new ValidationError(issues.map((i) => `${i.path}: ${i.message}`).join('; '), issues)
+  }
+
+  /** The resources whose targets an update changes from those of the running traversal (lib/engine/preempt.ts). */
+  async function preemptTargets(stack: StackRecord, plan: TraversalPlan): Promise<string[]> {
+    const running = await storedPlan(stack, stack.rawTemplateId!, { fingerprints: true })
+    return changedTargets({ dependsOn: running.dependsOn, fingerprints: running.fingerprints ?? {} }, { dependsOn: plan.dependsOn, fingerprints: plan.fingerprints ?? {} })
   }
 
   async function startRollback(stack: StackRecord, actor: string, expect: string | null): Promise<OperationResult> {
@@ -170,6 +263,16 @@ export function createStackService(deps: ServiceDeps) {
       before = (c) => insertTemplate(c, id, stack.id, EMPTY_TEMPLATE_SOURCE, '{}', {}, {})
     }
     return run({ stackId: stack.id, action: 'ROLLBACK', rawTemplateId: templateId, plan, startedBy: actor, expectTraversalId: expect, before }, stack, 'ROLLBACK')
+  }
+
+  /** A check or a drift check: a traversal over the rows of the stack's template that changes none of them. */
+  async function look(actor: Actor, ref: string, action: 'CHECK' | 'DRIFT'): Promise<OperationResult> {
+    const stack = await find(actor, ref)
+    const what = action === 'CHECK' ? 'check it' : 'check its drift'
+    if (stack.status === 'IN_PROGRESS') throw new ConflictError(`stack ${stack.name} is ${stack.action}_IN_PROGRESS; ${what} when it is done`)
+    if (!stack.rawTemplateId) throw new ConflictError('the stack has no template')
+    const plan = await storedPlan(stack, stack.rawTemplateId)
+    return run({ stackId: stack.id, action, rawTemplateId: stack.rawTemplateId, plan, startedBy: actor.name, expectTraversalId: stack.currentTraversalId }, stack, action)
   }
 
   return {
@@ -217,31 +320,70 @@ export function createStackService(deps: ServiceDeps) {
       }
     },
 
-    async update(actor: Actor, ref: string, req: UpdateRequest): Promise<OperationResult> {
+    /**
+     * Update a stack (also while an operation runs: the new traversal supersedes it). With
+     * `guard.expect`, only if the stack is still at the template version the edit was written
+     * against (409 with what changed, otherwise); with `guard.skipUnchanged`, an unchanged
+     * submission starts nothing and answers `noChanges`.
+     */
+    async update(actor: Actor, ref: string, req: UpdateRequest, guard: UpdateGuard = {}): Promise<OperationResult> {
       const stack = await find(actor, ref)
       if (stack.action === 'DELETE') throw new ConflictError(`stack ${stack.name} is being deleted; it cannot be updated`)
-      const checked = await checkSubmission(await submissionFor(stack, req), { catalog: deps.catalog, limits: deps.limits, stackName: stack.name, stackId: stack.id, projectId: actor.projectId })
+      const expected = guard.expect !== undefined ? await expectedVersion(deps.db, stack, guard.expect, guard.expectFrom) : null
+      if (expected && expected.templateId !== stack.rawTemplateId) throw await staleConflict(deps.db, stack, expected)
+      // Preempting a running operation compares its template with this one, resource by resource.
+      const preempting = req.preempt === true && stack.status === 'IN_PROGRESS' && stack.rawTemplateId !== null
+      const checked = await checkSubmission(await submissionFor(stack, req), { ...checkContext(actor, stack), fingerprints: preempting })
+      await refuseExternalChanges(stack, checked.plan)
+      const parameterNames = checked.summary.parameters.map((p) => p.name)
+      const unknown = (req.clearParameters ?? []).filter((n) => !parameterNames.includes(n))
+      if (unknown.length) {
+        throw new ValidationError(`clear_parameters: ${unknown.join(', ')} ${unknown.length === 1 ? 'is not a parameter' : 'are not parameters'} of the template`, unknown.map((n) => ({ code: 'parameter' as const, path: `clear_parameters.${n}`, line: null, column: null, message: `${n} is not a parameter of the template` })))
+      }
+      await refuseImmutableChanges(stack, checked.parameterValues, parameterNames)
+      // Converge looks at the objects and new tags change the stack: neither is "no changes".
+      const skippable = guard.skipUnchanged && req.converge !== true && req.tags === undefined
+      if (skippable && (await isUnchanged(deps.db, stack, checked, req))) {
+        return { stack: { id: stack.id, name: stack.name }, traversalId: null, action: 'UPDATE', superseded: null, noChanges: true }
+      }
+      const preempt = preempting ? await preemptTargets(stack, checked.plan) : undefined
       const templateId = crypto.randomUUID()
-      return run(
-        {
-          stackId: stack.id,
-          action: 'UPDATE',
-          rawTemplateId: templateId,
-          plan: checked.plan,
-          startedBy: actor.name,
-          timeoutMins: req.timeoutMins,
-          disableRollback: req.disableRollback,
-          before: (c) => insertTemplate(c, templateId, stack.id, checked.source, checked.templateText, checked.environmentJson, checked.parameters),
-        },
-        stack,
-        'UPDATE',
-      )
+      try {
+        const started = await run(
+          {
+            stackId: stack.id,
+            action: 'UPDATE',
+            rawTemplateId: templateId,
+            plan: checked.plan,
+            startedBy: actor.name,
+            timeoutMins: req.timeoutMins,
+            disableRollback: req.disableRollback,
+            converge: req.converge === true,
+            ...(preempt ? { preempt } : {}),
+            // The version was checked above (and the preempted traversal read): the start commits only if no other operation started since.
+            ...(expected || preempt ? { expectTraversalId: stack.currentTraversalId } : {}),
+            before: async (c) => {
+              await insertTemplate(c, templateId, stack.id, checked.source, checked.templateText, checked.environmentJson, checked.parameters)
+              if (req.tags) await c.query('UPDATE stack SET tags = $2 WHERE id = $1', [stack.id, req.tags])
+            },
+          },
+          stack,
+          'UPDATE',
+        )
+        return { ...started, templateId }
+      } catch (err) {
+        if (!(expected && err instanceof ConflictError)) throw err
+        const now = await find(actor, stack.id)
+        if (now.rawTemplateId === expected.templateId) throw err
+        throw await staleConflict(deps.db, now, expected)
+      }
     },
 
     /** What an update would do, against the in-flight target (nothing is written). */
     async preview(actor: Actor, ref: string, req: UpdateRequest): Promise<PreviewResult> {
       const stack = await find(actor, ref)
-      return previewUpdate(pool, stack, await submissionFor(stack, req), { catalog: deps.catalog, limits: deps.limits, stackName: stack.name, stackId: stack.id, projectId: actor.projectId })
+      const computed = await computeUpdatePreview(deps.db, stack.id, (state) => submissionFrom(state.target, req), checkContext(actor, stack), deps.types)
+      return computed.preview
     },
 
     async cancel(actor: Actor, ref: string, opts: { rollback: boolean }): Promise<OperationResult> {
@@ -250,7 +392,7 @@ export function createStackService(deps: ServiceDeps) {
       if (stack.action === 'DELETE') throw new ConflictError('a delete cannot be cancelled')
       if (opts.rollback) {
         if (stack.action === 'ROLLBACK') throw new ConflictError('the stack is already rolling back')
-        if (stack.action === 'CHECK') throw new ConflictError('a check has nothing to roll back; cancel it without rollback')
+        if (stack.action === 'CHECK' || stack.action === 'DRIFT') throw new ConflictError(`a ${stack.action === 'CHECK' ? 'check' : 'drift check'} has nothing to roll back; cancel it without rollback`)
         return startRollback(stack, actor.name, stack.currentTraversalId)
       }
       const res = await stopTraversal(pool, stack.id, `Stack ${stack.action} cancelled`)
@@ -290,11 +432,12 @@ export function createStackService(deps: ServiceDeps) {
     },
 
     async check(actor: Actor, ref: string): Promise<OperationResult> {
-      const stack = await find(actor, ref)
-      if (stack.status === 'IN_PROGRESS') throw new ConflictError(`stack ${stack.name} is ${stack.action}_IN_PROGRESS; check it when it is done`)
-      if (!stack.rawTemplateId) throw new ConflictError('the stack has no template')
-      const plan = await storedPlan(stack, stack.rawTemplateId)
-      return run({ stackId: stack.id, action: 'CHECK', rawTemplateId: stack.rawTemplateId, plan, startedBy: actor.name, expectTraversalId: stack.currentTraversalId }, stack, 'CHECK')
+      return look(actor, ref, 'CHECK')
+    },
+
+    /** A drift check: every resource's type observes its object; what each found is stored (reads.drift). */
+    async drift(actor: Actor, ref: string): Promise<OperationResult> {
+      return look(actor, ref, 'DRIFT')
     },
 
     /** Worker job: the traversal failed and the stack rolls back on failure. No-op if the stack moved on. */

@@ -11,12 +11,13 @@
  */
 import type { TypeCatalog } from '../template/types'
 import { TemplateError, type CatalogData, type Environment, type ParameterGroup, type ParameterSchema, type ParsedTemplate, type StackDefinition } from '../template/types'
-import { buildDefinition, parseEnvironment, parseTemplate } from '../template'
+import { buildDefinition, isKnown, parseEnvironment, parseTemplate } from '../template'
 import { BUDGET_SETTINGS, BudgetExceeded, type Budget } from '../template/budget'
-import type { TraversalPlan } from '../db/queries/traversal'
+import type { ExternalPlan, TraversalPlan } from '../db/queries/traversal'
+import { definitionFingerprint } from '../engine/adoption'
 import { evaluation } from '../evaluation/pool'
 import { BudgetError, LimitError, ValidationError } from './errors'
-import { hiddenValues, redactText, secretList } from './secrets'
+import { hiddenValues, redactText, secretList, type Secrets } from './secrets'
 
 export interface Submission {
   /** Template text (YAML or JSON) or an already-parsed object. */
@@ -46,6 +47,8 @@ export interface CheckedSubmission {
   /** environment as stored (plain object) */
   environmentJson: Record<string, unknown>
   parameters: Record<string, unknown>
+  /** Every parameter's value as resolved (typed; hidden ones too: never sent to a client). */
+  parameterValues: Record<string, unknown>
   plan: TraversalPlan
   summary: TemplateSummary
 }
@@ -58,6 +61,8 @@ export interface CheckContext {
   projectId?: string
   /** parameters without a value are not an error (validating for an editor) */
   allowMissingParameters?: boolean
+  /** The plan carries each resource's definitionFingerprint (a preempting update). */
+  fingerprints?: boolean
 }
 
 /** A CheckContext as data, sent to an evaluation thread (the catalog as CatalogData). */
@@ -68,15 +73,23 @@ function asSource(t: string | Record<string, unknown>): string {
 }
 
 /** The order new rows are inserted in (dependents first, as Heat's reverse topological walk). */
-export function planFor(definition: Pick<StackDefinition, 'resources'>): TraversalPlan {
+export function planFor(definition: Pick<StackDefinition, 'resources'>, opts: { fingerprints?: boolean } = {}): TraversalPlan {
   const names = Object.keys(definition.resources)
   const types: Record<string, string> = {}
   const dependsOn: Record<string, string[]> = {}
+  const external: Record<string, ExternalPlan> = {}
   for (const [name, r] of Object.entries(definition.resources)) {
     types[name] = r.type
     dependsOn[name] = r.dependsOn
+    if (r.externalId !== undefined) {
+      const known = Object.fromEntries(Object.entries(r.properties).filter(([, v]) => isKnown(v)))
+      const deferred = Object.keys(r.properties).filter((k) => !(k in known))
+      external[name] = { externalId: r.externalId, fingerprint: definitionFingerprint(r), known, deferred }
+    }
   }
-  return { names, types, dependsOn }
+  // Only when asked: hashing every resource's definition is work a plain submission does not need.
+  const fingerprints = opts.fingerprints ? Object.fromEntries(Object.entries(definition.resources).map(([n, r]) => [n, definitionFingerprint(r)])) : undefined
+  return { names, types, dependsOn, ...(Object.keys(external).length ? { external } : {}), ...(fingerprints ? { fingerprints } : {}) }
 }
 
 /** A spent budget as the service layer's error: a 400 naming the setting and the place. */
@@ -118,7 +131,9 @@ export function checkSubmissionNow(sub: Submission, ctx: CheckContext, budget: B
       templateText: JSON.stringify(t.json),
       environmentJson: environmentToJson(environment),
       parameters: sub.parameters ?? {},
-      plan: planFor(definition),
+      // Known values only: one left out while validating for an editor is UNKNOWN, which cannot cross to another thread.
+      parameterValues: Object.fromEntries(Object.entries(definition.parameters).filter(([, v]) => isKnown(v))),
+      plan: planFor(definition, { fingerprints: ctx.fingerprints === true }),
       summary: {
         version: t.version,
         ...(t.description !== undefined ? { description: t.description } : {}),
@@ -153,8 +168,8 @@ export function portable(ctx: CheckContext): PortableCheckContext {
 }
 
 /** Hidden parameters' values in a submission (request, environment, defaults), for masking messages. */
-function submissionSecrets(template: ParsedTemplate | undefined, sub: Submission): string[] {
-  if (!template) return []
+export function submissionSecrets(template: ParsedTemplate | undefined, sub: Submission): Secrets {
+  if (!template) return secretList([])
   let env: Record<string, unknown> = {}
   try {
     const e = parseEnvironment(sub.environment)

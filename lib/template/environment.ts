@@ -3,7 +3,9 @@
  * `resource_registry`) given as YAML/JSON text or an object. Only type
  * aliases are supported in the registry (`My::Server: OS::Heat::None`), not
  * nested template files or per-resource overrides, since Kiln has no file
- * store to fetch them from; those are reported as errors rather than ignored.
+ * store to fetch them from; those are reported as errors rather than ignored,
+ * as are Heat's sections Kiln cannot honour (event_sinks,
+ * parameter_merge_strategies, encrypted_param_names) when they are not empty.
  * Issues are prefixed `environment.` so they never look like template paths.
  */
 import { BudgetExceeded, DEFAULT_EVALUATION_LIMITS, deeperThan } from './budget'
@@ -14,6 +16,13 @@ import type { Environment } from './types'
 
 const SECTIONS = ['parameters', 'parameter_defaults', 'resource_registry', 'encrypted_param_names', 'event_sinks', 'parameter_merge_strategies']
 const PREFIX: PathPart[] = ['environment']
+
+/** Heat's environment sections Kiln has nothing to honour them with: refused unless empty. */
+const UNHONOURED: Record<string, string> = {
+  event_sinks: 'event_sinks are not supported: Kiln has no Zaqar queues to send events to (follow them with GET /api/stacks/{stack}/events or the live stream)',
+  parameter_merge_strategies: 'parameter_merge_strategies are not supported: they apply when the server merges several environment files, and Kiln takes one environment (merge them before sending)',
+  encrypted_param_names: 'encrypted_param_names is not supported: hidden parameters are masked, not encrypted, by Kiln',
+}
 
 export const EMPTY_ENVIRONMENT: Environment = Object.freeze({ parameters: {}, parameterDefaults: {}, resourceRegistry: {} }) as Environment
 
@@ -38,6 +47,11 @@ export function parseEnvironment(source: string | object | null | undefined, max
   const env = value as Record<string, unknown>
   for (const k of Object.keys(env)) {
     if (!SECTIONS.includes(k)) issues.add('structure', [k], `unknown environment section "${k}"; valid sections are parameters, parameter_defaults, resource_registry`)
+  }
+  // Heat's sections Kiln cannot honour are refused when they say anything, never ignored.
+  for (const [k, why] of Object.entries(UNHONOURED)) {
+    const v = env[k]
+    if (v !== undefined && v !== null && !(Array.isArray(v) ? v.length === 0 : isMap(v) && Object.keys(v).length === 0)) issues.add('structure', [k], why)
   }
   const section = (key: string): Record<string, unknown> => {
     const v = env[key]

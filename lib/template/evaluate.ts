@@ -18,11 +18,17 @@
  * Whether an evaluated list or map holds a Deferred or an UNKNOWN is recorded
  * as it is built (Marks), so a function never walks its arguments again to
  * find out: nested functions cost their size, not their size times their depth.
+ *
+ * Both phases also carry a Secrecy (secrecy.ts): reading a hidden parameter or
+ * a secret attribute counts as a secret read, and a function whose arguments
+ * read one makes a secret result. A Deferred remembers whether its arguments
+ * read one in the static phase, so the runtime phase knows it too.
  */
 import { Budget, BudgetExceeded, DEFAULT_EVALUATION_LIMITS } from './budget'
 import { DATA_FUNCTIONS, deepEqual, FunctionError } from './functions-data'
 import type { IssueList } from './issues'
 import { formatPath, type PathPart } from './positions'
+import { holdsSecret, redactText, secretList, Secrecy } from './secrecy'
 import { UNKNOWN, type ResolveContext } from './types'
 import { available, FUNCTION_SINCE, UNSUPPORTED_FUNCTIONS } from './versions'
 
@@ -32,6 +38,8 @@ export class Deferred {
     readonly fn: string,
     readonly args: unknown,
     readonly path: ReadonlyArray<PathPart>,
+    /** Its arguments were evaluated (in the static phase) from a secret: its result is secret. */
+    readonly secret = false,
   ) {}
 }
 
@@ -77,6 +85,9 @@ export interface StaticScope {
   refs?: Set<string>
   budget: Budget
   marks: Marks
+  /** Names of hidden parameters: get_param of one reads a secret. */
+  hidden: ReadonlySet<string>
+  secrecy: Secrecy
 }
 
 /** The function name of a node, if it is a function call. */
@@ -147,14 +158,19 @@ export function evaluateStatic(node: unknown, s: StaticScope, path: PathPart[]):
       }
       default: {
         if (CONDITION_FNS.includes(fn) && fn !== 'contains') return conditionValue(node, s, path)
+        const mark = s.secrecy.mark()
         const evaluated = evaluateStatic(args, s, fpath)
-        if (s.marks.hasDeferred(evaluated)) return new Deferred(fn, evaluated, fpath)
+        const secret = s.secrecy.since(mark)
+        if (s.marks.hasDeferred(evaluated)) return new Deferred(fn, evaluated, fpath, secret)
         if (s.marks.hasUnknown(evaluated)) return UNKNOWN
-        return applyData(fn, evaluated, s.budget)
+        const result = applyData(fn, evaluated, s.budget)
+        if (secret) s.secrecy.derive(fn, evaluated, result)
+        return result
       }
     }
   } catch (err) {
-    if (err instanceof FunctionError) return report(s, fpath, err.message)
+    // A message may quote a value made from a secret (the definition masks hidden values in every issue at the end).
+    if (err instanceof FunctionError) return report(s, fpath, redactText(err.message, secretList(s.secrecy.learned)))
     if (err instanceof BudgetExceeded) err.at(formatPath(fpath))
     throw err
   }
@@ -179,6 +195,7 @@ function getParam(args: unknown, s: StaticScope): unknown {
   const value = dig(s.params[name], rest, `get_param ${name}`)
   // The value is shared, not copied, but it is stored and sent once per use.
   s.budget.produced(value)
+  if (s.hidden.has(name)) s.secrecy.read(value)
   return value
 }
 
@@ -194,6 +211,7 @@ function getResource(args: unknown, s: StaticScope, path: PathPart[]): unknown {
 }
 
 function getAttr(args: unknown, s: StaticScope, path: PathPart[]): unknown {
+  const mark = s.secrecy.mark()
   const evaluated = evaluateStatic(args, s, path)
   if (!Array.isArray(evaluated) || evaluated.length < 2 || typeof evaluated[0] !== 'string' || typeof evaluated[1] !== 'string') {
     throw new FunctionError('get_attr takes [resource name, attribute name, optional key or index, ...]')
@@ -210,11 +228,18 @@ function getAttr(args: unknown, s: StaticScope, path: PathPart[]): unknown {
     return null
   }
   s.refs?.add(name)
-  return new Deferred('get_attr', evaluated, path)
+  return new Deferred('get_attr', evaluated, path, s.secrecy.since(mark))
 }
 
-/** A condition: a boolean, a condition name, or equals / not / and / or / contains. */
+/**
+ * A condition: a boolean, a condition name, or equals / not / and / or / contains. Its outcome is
+ * a boolean, never masked: the parameters it reads do not make the value it selects secret.
+ */
 export function conditionValue(expr: unknown, s: StaticScope, path: PathPart[]): boolean {
+  return s.secrecy.untracked(() => condition(expr, s, path))
+}
+
+function condition(expr: unknown, s: StaticScope, path: PathPart[]): boolean {
   s.budget.op()
   if (typeof expr === 'boolean') return expr
   if (typeof expr === 'string') {
@@ -263,14 +288,15 @@ export function conditionValue(expr: unknown, s: StaticScope, path: PathPart[]):
   }
 }
 
-/** What runtime evaluation carries: the budget, and which built values hold an UNKNOWN. */
+/** What runtime evaluation carries: the budget, which built values hold an UNKNOWN, and what is secret. */
 export interface Runtime {
   budget: Budget
   marks: Marks
+  secrecy: Secrecy
 }
 
-export function runtime(budget = new Budget(DEFAULT_EVALUATION_LIMITS)): Runtime {
-  return { budget, marks: new Marks() }
+export function runtime(budget = new Budget(DEFAULT_EVALUATION_LIMITS), secrecy = new Secrecy(budget)): Runtime {
+  return { budget, marks: new Marks(), secrecy }
 }
 
 /** Runtime: compute every Deferred in a value with the values of other resources. */
@@ -290,6 +316,7 @@ export function resolveDeferred(v: unknown, ctx: ResolveContext, rt: Runtime = r
 
 function runDeferred(d: Deferred, ctx: ResolveContext, rt: Runtime): unknown {
   try {
+    if (d.secret) rt.secrecy.touch()
     if (d.fn === 'get_resource') {
       const id = ctx.getResource(d.args as string)
       rt.budget.produced(id)
@@ -306,15 +333,21 @@ function runDeferred(d: Deferred, ctx: ResolveContext, rt: Runtime): unknown {
         return null // a path into an attribute that is not there yet: Heat answers None
       }
       rt.budget.produced(found)
+      // Secret: an attribute its type declares secret, or one that holds a secret its resource was
+      // made from (a resource may pass a property on as an attribute, as OS::Heat::Value does).
+      if (d.secret || ctx.secretAttribute?.(name, attr) || holdsSecret(found, ctx.secretFormsOf?.(name) ?? [], rt.budget)) rt.secrecy.read(found)
       return found
     }
+    const mark = rt.secrecy.mark()
     const args = resolveDeferred(d.args, ctx, rt)
     if (rt.marks.hasUnknown(args)) return UNKNOWN
     try {
-      return applyData(d.fn, args, rt.budget)
+      const result = applyData(d.fn, args, rt.budget)
+      if (d.secret || rt.secrecy.since(mark)) rt.secrecy.derive(d.fn, args, result)
+      return result
     } catch (err) {
       if (err instanceof BudgetExceeded) throw err
-      throw new FunctionError(`${d.path.join('.')}: ${(err as Error).message}`)
+      throw new FunctionError(`${d.path.join('.')}: ${redactText((err as Error).message, secretList(rt.secrecy.learned))}`)
     }
   } catch (err) {
     if (err instanceof BudgetExceeded) err.at(formatPath(d.path))

@@ -101,7 +101,9 @@ function parseConstraints(raw: unknown, type: ParameterType, path: (string | num
         return
       default:
         if (typeof arg !== 'string') return issues.add('parameter', [...cpath, kind], 'custom_constraint needs a name')
-        out.push({ custom_constraint: arg, ...description })
+        // Heat's custom constraints look a value up in an OpenStack service (nova.flavor, neutron.network, …) or
+        // parse a format Kiln does not implement: refused, rather than accepted and never checked.
+        return issues.add('parameter', [...cpath, kind], `custom_constraint ${arg} is not supported: Kiln has none of Heat's custom constraints; use allowed_values or allowed_pattern`)
     }
   })
   return out

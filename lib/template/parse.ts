@@ -18,12 +18,12 @@ import { formatPath, PositionIndex, type PathPart } from './positions'
 import { parseParameterSchemas } from './parameter-schema'
 import type { OutputSnippet, ParameterGroup, ParsedTemplate, ResourceSnippet } from './types'
 import { TemplateError } from './types'
-import { CONDITIONS_SINCE, normaliseVersion, VERSIONS } from './versions'
+import { CONDITIONS_SINCE, EXTERNAL_ID_SINCE, normaliseVersion, VERSIONS } from './versions'
 
 const SECTIONS = ['heat_template_version', 'description', 'parameter_groups', 'parameters', 'resources', 'outputs', 'conditions']
-const RESOURCE_KEYS = ['type', 'properties', 'depends_on', 'deletion_policy', 'metadata', 'condition', 'update_policy', 'external_id']
+const RESOURCE_KEYS = ['type', 'properties', 'depends_on', 'deletion_policy', 'metadata', 'condition', 'update_policy', 'external_id', 'description']
 const OUTPUT_KEYS = ['value', 'description', 'condition']
-const DELETION_POLICIES: Record<string, ResourceSnippet['deletionPolicy']> = {
+export const DELETION_POLICIES: Record<string, 'Delete' | 'Retain' | 'Snapshot'> = {
   Delete: 'Delete',
   delete: 'Delete',
   Retain: 'Retain',
@@ -191,13 +191,22 @@ export function parseTemplate(source: string | object, opts: ParseOptions = {}):
     if (typeof r.depends_on === 'string') dependsOn = [r.depends_on]
     else if (Array.isArray(r.depends_on) && r.depends_on.every((d) => typeof d === 'string')) dependsOn = r.depends_on as string[]
     else if (r.depends_on !== undefined && r.depends_on !== null) issues.add('structure', [...path, 'depends_on'], 'depends_on must be a resource name or a list of resource names')
-    let deletionPolicy: ResourceSnippet['deletionPolicy'] = 'Delete'
+    // A function (get_param) is kept as written and evaluated with the definition, as Heat resolves it.
+    let deletionPolicy: unknown = 'Delete'
     if (r.deletion_policy !== undefined) {
       const dp = typeof r.deletion_policy === 'string' ? DELETION_POLICIES[r.deletion_policy] : undefined
-      if (!dp) issues.add('structure', [...path, 'deletion_policy'], `deletion_policy must be one of Delete, Retain, Snapshot (got ${JSON.stringify(r.deletion_policy)})`)
+      if (isMap(r.deletion_policy) && Object.keys(r.deletion_policy).length === 1) deletionPolicy = r.deletion_policy
+      else if (!dp) issues.add('structure', [...path, 'deletion_policy'], `deletion_policy must be one of Delete, Retain, Snapshot, or a function giving one (got ${JSON.stringify(r.deletion_policy)})`)
       else deletionPolicy = dp
     }
     if (r.condition !== undefined && v < CONDITIONS_SINCE) issues.add('version', [...path, 'condition'], `condition needs heat_template_version ${CONDITIONS_SINCE} or later`)
+    if (r.external_id !== undefined) {
+      if (v < EXTERNAL_ID_SINCE) issues.add('version', [...path, 'external_id'], `external_id needs heat_template_version ${EXTERNAL_ID_SINCE} or later`)
+      else if (!(typeof r.external_id === 'string' && r.external_id) && !(isMap(r.external_id) && Object.keys(r.external_id).length === 1)) {
+        issues.add('structure', [...path, 'external_id'], 'external_id must be the id of the object to adopt (a non-empty string), or a function giving one')
+      }
+    }
+    if (r.description !== undefined && r.description !== null && typeof r.description !== 'string') issues.add('structure', [...path, 'description'], 'description must be a string')
     resources[name] = {
       type: typeof r.type === 'string' ? r.type : '',
       properties: isMap(r.properties) ? r.properties : {},
@@ -206,7 +215,8 @@ export function parseTemplate(source: string | object, opts: ParseOptions = {}):
       metadata: isMap(r.metadata) ? r.metadata : {},
       ...(r.condition !== undefined ? { condition: r.condition } : {}),
       ...(isMap(r.update_policy) ? { updatePolicy: r.update_policy } : {}),
-      ...(typeof r.external_id === 'string' ? { externalId: r.external_id } : {}),
+      ...(r.external_id !== undefined && r.external_id !== null ? { externalId: r.external_id } : {}),
+      ...(typeof r.description === 'string' ? { description: r.description } : {}),
     }
   }
 

@@ -12,6 +12,7 @@
  * Every problem is a TemplateIssue naming the template path, line and column.
  */
 import type { Budget } from './budget'
+import type { Secrets } from './secrecy'
 
 /** 1-based line and column in the submitted text. */
 export interface SourcePosition {
@@ -86,17 +87,22 @@ export interface OutputSnippet {
   /** Unevaluated expression. */
   value: unknown
   condition?: unknown
+  /** Its static evaluation read a secret (a hidden parameter): its value is secret. */
+  sensitive?: boolean
 }
 
 export interface ResourceSnippet {
   type: string
   properties: Record<string, unknown>
   dependsOn: string[]
-  deletionPolicy: 'Delete' | 'Retain' | 'Snapshot'
+  /** As written: Delete, Retain or Snapshot, or a function (get_param) evaluated with the definition. */
+  deletionPolicy: unknown
   metadata: Record<string, unknown>
   condition?: unknown
   updatePolicy?: Record<string, unknown>
-  externalId?: string
+  /** As written: the id of an object to adopt, or a function (get_param) evaluated with the definition. */
+  externalId?: unknown
+  description?: string
 }
 
 export interface ParsedTemplate {
@@ -129,12 +135,16 @@ export interface TypeCatalog {
   validateProperties(typeName: string, properties: Record<string, unknown>): { path: string; message: string }[]
   /** Attribute names the type declares (get_attr on an unknown attribute is an error). */
   attributes(typeName: string): string[] | undefined
+  /** Whether the type can adopt an existing object (a resource's `external_id`). */
+  adopts?(typeName: string): boolean
+  /** Whether the type can keep a snapshot of its object when it is deleted (deletion_policy: Snapshot). */
+  snapshots?(typeName: string): boolean
   /** The same catalog as plain data, from which an evaluation thread rebuilds it (lib/resources/catalog.ts). */
   readonly data: CatalogData
 }
 
 /** Per type: its property schemas (lib/resources PropertySchema), declared attributes (null: any) and whether it takes any property. */
-export type CatalogData = Record<string, { properties: Record<string, unknown>; attributes: string[] | null; acceptsAnyProperties: boolean }>
+export type CatalogData = Record<string, { properties: Record<string, unknown>; attributes: string[] | null; acceptsAnyProperties: boolean; adopts?: boolean; snapshots?: boolean }>
 
 export interface BuildOptions {
   /** The evaluation's budget (default: a new one with the default limits). */
@@ -173,6 +183,12 @@ export interface ResourceDefinition {
   dependsOn: string[]
   deletionPolicy: 'Delete' | 'Retain' | 'Snapshot'
   metadata: Record<string, unknown>
+  /** Forms of secret values the static phase derived in the properties (a hidden parameter's `str_split` pieces, …). */
+  secretForms?: string[]
+  /** Heat's `external_id`: the object this resource adopts instead of creating one. */
+  externalId?: string
+  description?: string
+
 }
 
 /** What the engine, reads and previews use of a definition: plain data and Deferred nodes, no functions. */
@@ -181,6 +197,8 @@ export interface PortableDefinition {
   parameters: Record<string, unknown>
   /** Names of hidden parameters (their values must never be shown). */
   hiddenParameters: string[]
+  /** Every textual form of the hidden parameters' values, longest first (lib/template/secrecy.ts). */
+  secretForms: string[]
   /** Resources whose condition holds, by name. */
   resources: Record<string, ResourceDefinition>
   outputs: Record<string, OutputSnippet>
@@ -192,9 +210,15 @@ export interface StackDefinition {
   parameters: Record<string, unknown>
   /** Names of hidden parameters (their values must never be shown). */
   hiddenParameters: string[]
+  /** Every textual form of the hidden parameters' values, longest first (lib/template/secrecy.ts). */
+  secretForms: string[]
   /** Resources whose condition holds, by name. */
   resources: Record<string, ResourceDefinition>
   outputs: Record<string, OutputSnippet>
+  /** Every named condition's value (a preview shows which changed). */
+  conditions: Record<string, boolean>
+  /** Resources the template defines whose condition is false, with that condition as written. */
+  disabled: Record<string, unknown>
 }
 
 /** Values of other resources, provided by the engine when resolving. */
@@ -204,6 +228,10 @@ export interface ResolveContext {
   /** `get_attr`: the whole value of one attribute of a resource, or UNKNOWN. The template module
    *  applies any nested path (`get_attr: [r, attr, key, 0]`) itself. */
   getAttr(name: string, attribute: string): unknown
+  /** Whether the resource's type declares this attribute `secret` (absent: none is). */
+  secretAttribute?(name: string, attribute: string): boolean
+  /** Secret forms the resource's row was made from (its stored secret_forms): an attribute holding one is secret. */
+  secretFormsOf?(name: string): Secrets | undefined
 }
 
 /**

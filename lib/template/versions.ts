@@ -61,6 +61,8 @@ export const UNSUPPORTED_FUNCTIONS: Record<string, string> = {
 
 /** The `conditions` section and `condition` keys. */
 export const CONDITIONS_SINCE = '2016-10-14'
+/** A resource's `external_id` (Heat's HOT 2016-10-14). */
+export const EXTERNAL_ID_SINCE = '2016-10-14'
 
 export function available(name: string, version: string): boolean {
   const since = FUNCTION_SINCE[name]

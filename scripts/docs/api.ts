@@ -7,13 +7,14 @@
 import { openApiDocument } from '../../lib/api/openapi'
 import { cell, code, generatedHeader, literal, table } from './markdown'
 
-export const API_SOURCES = ['lib/api/openapi.ts', 'lib/api/schemas.ts']
+export const API_SOURCES = ['lib/api/openapi.ts', 'lib/api/schemas.ts', 'lib/services/preview-types.ts']
 
 type Schema = Record<string, unknown>
 
 interface Operation {
   summary: string
-  parameters?: { name: string; in: 'path' | 'query'; required: boolean }[]
+  description?: string
+  parameters?: { name: string; in: 'path' | 'query' | 'header'; required: boolean }[]
   requestBody?: { content: { 'application/json': { schema: Schema } } }
   security?: unknown[]
   responses: Record<string, { description?: string; $ref?: string }>
@@ -62,7 +63,7 @@ const anchorOf = (method: string, path: string) => `${method}-${path}`.toLowerCa
 export function apiReference(): string {
   const doc = openApiDocument() as {
     info: { description: string }
-    components: { securitySchemes: Record<string, { type: string; in?: string; name?: string; scheme?: string; description?: string }>; responses: { Error: { description: string } } }
+    components: { securitySchemes: Record<string, { type: string; in?: string; name?: string; scheme?: string; description?: string }>; responses: { Error: { description: string } }; schemas: { Preview: Schema } }
     paths: Record<string, Partial<Record<(typeof METHODS)[number], Operation>>>
   }
   const ops = Object.entries(doc.paths).flatMap(([path, byMethod]) => METHODS.filter((m) => byMethod[m]).map((m) => ({ method: m.toUpperCase(), path, op: byMethod[m]! })))
@@ -112,14 +113,40 @@ export function apiReference(): string {
         ['403', 'a CSRF check failed, or an admin-only route was called with a member token'],
         ['404', 'no such route, or no such stack **in your project**: another project\'s stack is answered exactly like a missing one'],
         ['405', 'the path exists but not with this method (the `Allow` header lists the methods)'],
-        ['409', 'the operation cannot proceed in the stack\'s state (cancel with nothing running, a duplicate name)'],
+        ['409', 'the operation cannot proceed in the stack\'s state (cancel with nothing running, a duplicate name), or an update or a plan is stale: the stack moved to another version since (`expected`, `current`, `since`, `diff`; a plan\'s changed rows in `rows`)'],
+        ['410', 'a saved plan expired (`code`: `plan_expired`)'],
         ['413', 'a size limit was exceeded; the message names it (see [limits](../operations/limits.md))'],
         ['415', 'a body that is not JSON'],
         ['500', 'a fault in Kiln; the details are in the server log, never in the response'],
       ],
     ),
     '',
-    'Hidden parameter values and secret attributes are masked (`******`) in every response.',
+    'Hidden parameter values, secret attributes and every value a template makes from them are masked (`******`) in every response. An output made from one is `sensitive: true`: its value is shown only by `GET /api/stacks/{stack}/outputs/{key}?reveal=true`.',
+    '',
+    '## Editing safely: `expect`, `If-Match` and "no changes"',
+    '',
+    '`GET /api/stacks/{stack}` answers with an `ETag` header naming the stack\'s template version (a quoted',
+    'template id). An update (`PUT` or `PATCH`) may send it back as `If-Match`, or send `expect` in the body',
+    '(a traversal id or a template id of the stack): the version the edit was written against. If the stack',
+    'moved to another template since (another update, a rollback), the update is refused with 409 and starts',
+    'nothing; the body says what changed meanwhile: `expected`, `current`, `since` (the operations started',
+    'since) and `diff` (`template` and `environment` as unified diffs, `parameters` one by one, hidden values',
+    'masked). To supersede a running update deliberately, send the version it runs (the one `GET` shows while',
+    'it runs). An unchanged submission (same template, environment, parameters and settings, and a stack that',
+    'did not fail) answers 200 with `noChanges: true` and starts nothing, unless the body says `force: true`.',
+    'Heat\'s API has no `expect` and starts every update it is sent, as Heat does.',
+    '',
+    '## The preview\'s format',
+    '',
+    '`POST /api/stacks/{stack}/preview` answers, and a saved plan\'s `preview` holds, an object with `items`',
+    '(one per resource, in dependency order, then the ones deleted), `outputs`, `conditions` and `summary`.',
+    'An item:',
+    '',
+    fieldTable(itemSchema(doc.components.schemas.Preview)),
+    '',
+    'A change (`changes` of an item or an output):',
+    '',
+    fieldTable(changeSchema(doc.components.schemas.Preview)),
     '',
     '## Routes',
     '',
@@ -137,10 +164,23 @@ export function apiReference(): string {
     const inQuery = params.filter((p) => p.in === 'query').map((p) => code(p.name))
     if (inPath.length) out.push(`Path parameters: ${inPath.join(', ')}${path.includes('{stack}') ? ' (a stack\'s id or name)' : ''}.`, '')
     if (inQuery.length) out.push(`Query parameters (all optional): ${inQuery.join(', ')}.`, '')
+    const inHeader = params.filter((p) => p.in === 'header').map((p) => code(p.name))
+    if (inHeader.length) out.push(`Headers (optional): ${inHeader.join(', ')}.`, '')
+    if (op.description) out.push(cell(op.description), '')
     const schema = op.requestBody?.content['application/json'].schema
     if (schema) out.push(bodyTable(schema), '')
     const statuses = Object.keys(op.responses)
     out.push(`Responses: ${statuses.map((s) => (op.responses[s]!.$ref ? `${s} (error)` : `**${s}**`)).join(', ')}.`, '')
   }
   return out.join('\n')
+}
+
+const itemSchema = (preview: Schema) => ((preview.properties as Record<string, Schema>).items as Schema).items as Schema
+const changeSchema = (preview: Schema) => ((itemSchema(preview).properties as Record<string, Schema>).changes as Schema).items as Schema
+
+/** A JSON Schema object's fields: name, type, whether always there, and what it means. */
+function fieldTable(schema: Schema): string {
+  const required = new Set((schema.required as string[] | undefined) ?? [])
+  const rows = Object.entries((schema.properties ?? {}) as Record<string, Schema>).map(([name, s]) => [code(name), s.const !== undefined ? code(JSON.stringify(s.const)) : typeText(s), required.has(name) ? 'always' : '', cell(String(s.description ?? ''))])
+  return table(['Field', 'Type', 'Present', 'Meaning'], rows)
 }

@@ -199,4 +199,23 @@ describe.runIf(hasOpenstack || env().KILN_REQUIRE_HEATCLIENT)('openstack CLI (py
     expect(left.map((s) => s['Stack Name'])).not.toContain('cli')
     expect(left.map((s) => s['Stack Name'])).toContain('wire')
   }, 120_000)
+
+  test('a sensitive output: masked by stack show, shown by output show (it names the output)', async () => {
+    const t = path.join(dir, 'sensitive.yaml')
+    fs.writeFileSync(t, `heat_template_version: 2018-08-31
+parameters:
+  pw: { type: string, hidden: true }
+resources:
+  v: { type: OS::Heat::Value, properties: { value: { str_replace: { template: 'user:PW@db', params: { PW: { get_param: pw } } } } } }
+outputs:
+  dsn: { value: { get_attr: [v, value] } }
+`)
+    expect(await openstack('stack', 'create', '-t', t, '--parameter', 'pw=os-s3cret-pass', 'sens', '--wait')).toContain('CREATE_COMPLETE')
+    const shown = await openstack('stack', 'show', 'sens', '-f', 'json')
+    expect(shown).not.toContain('os-s3cret-pass')
+    expect(JSON.parse(shown).outputs).toEqual([expect.objectContaining({ output_key: 'dsn', output_value: '******' })])
+    expect(await openstack('stack', 'output', 'list', 'sens', '-f', 'json')).not.toContain('os-s3cret-pass')
+    expect(JSON.parse(await openstack('stack', 'output', 'show', 'sens', 'dsn', '-f', 'json')).output_value).toBe('user:os-s3cret-pass@db')
+    await openstack('stack', 'delete', 'sens', '--yes', '--wait')
+  }, 120_000)
 })

@@ -71,8 +71,8 @@ describe('metrics', () => {
       const delivered = new Promise<void>((resolve) => s.on('stack:events', () => resolve()))
       expect(await new Promise<{ ok: boolean }>((resolve) => s.emit('stack:subscribe', stackId, resolve))).toMatchObject({ ok: true })
       expect(await c.settle(stackId)).toBe('CREATE_COMPLETE')
-      // An update after subscribing, so that events certainly reach the room.
-      expect((await api.call('PATCH', `/api/stacks/${stackId}`, { body: { parameters: {} } })).status).toBe(202)
+      // An update after subscribing, so that events certainly reach the room (forced: the template is unchanged).
+      expect((await api.call('PATCH', `/api/stacks/${stackId}`, { body: { parameters: {}, force: true } })).status).toBe(202)
       await delivered
       expect(await c.settle(stackId)).toBe('UPDATE_COMPLETE')
     } finally {

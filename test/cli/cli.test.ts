@@ -80,8 +80,10 @@ describe('kiln CLI', () => {
     expect(JSON.parse((await kiln(['--json', 'stack', 'show', 'cli1'])).stdout).outputs.result.value).toBe('three')
 
     const prev = await kiln(['stack', 'preview', 'cli1', '-t', file('four.yaml', chain('four', 0))])
-    expect(prev.stdout).toMatch(/a\s+OS::Heat::TestResource\s+update\s+value/)
-    expect(prev.stdout).toContain('2 update')
+    expect(prev.stdout).toContain('  # a will be updated in place\n  ~ a (OS::Heat::TestResource)\n      ~ value: "three" -> "four"\n      ~ wait_secs: 0.2 -> 0')
+    expect(prev.stdout).toContain('  ~ b (OS::Heat::TestResource)\n      ~ value: "three" -> (known after apply)')
+    expect(prev.stdout).toContain('  ~ result: "three" -> (known after apply)  (may change)')
+    expect(prev.stdout).toContain('Plan: 0 to create, 2 to update, 0 to replace, 0 to delete, 0 unchanged.')
 
     const events = await kiln(['--json', 'stack', 'events', 'cli1', '--limit', '1000'])
     const kinds = new Set((JSON.parse(events.stdout) as { kind: string }[]).map((e) => e.kind))
@@ -99,6 +101,76 @@ describe('kiln CLI', () => {
     expect(w.code).toBe(0)
     expect(w.stdout).toMatch(/UPDATE_COMPLETE/)
   })
+
+  test('output: a sensitive output is masked in the list and in show, and printed as it is with --reveal', async () => {
+    const template = `heat_template_version: 2018-08-31
+parameters:
+  pw: { type: string, hidden: true }
+resources:
+  v: { type: OS::Heat::Value, properties: { value: { str_replace: { template: 'user:PW@db', params: { PW: { get_param: pw } } } } } }
+outputs:
+  dsn: { value: { get_attr: [v, value] } }
+  plain: { value: open-value }
+`
+    const created = await kiln(['stack', 'create', 'cli3', '-t', file('secret.yaml', template), '-P', 'pw=s3cret-pass', '--wait'])
+    expect(created.code).toBe(0)
+    for (const args of [['stack', 'output', 'cli3'], ['stack', 'output', 'cli3', 'dsn'], ['stack', 'show', 'cli3']]) {
+      const r = await kiln(args)
+      expect(r.code, args.join(' ')).toBe(0)
+      expect(r.stdout).toContain('dsn = "******" (sensitive)')
+      expect(r.stdout).not.toContain('s3cret-pass')
+    }
+    expect((await kiln(['stack', 'output', 'cli3'])).stdout).toContain('plain = "open-value"')
+    const revealed = await kiln(['stack', 'output', 'cli3', 'dsn', '--reveal'])
+    expect(revealed).toMatchObject({ code: 0, stdout: 'user:s3cret-pass@db\n' })
+    expect(JSON.parse((await kiln(['--json', 'stack', 'output', 'cli3', 'dsn', '--reveal'])).stdout)).toEqual({ key: 'dsn', value: 'user:s3cret-pass@db', sensitive: true })
+    const unnamed = await kiln(['stack', 'output', 'cli3', '--reveal'])
+    expect(unnamed.code).toBe(2)
+    expect(unnamed.stderr).toContain('name it')
+    const missing = await kiln(['stack', 'output', 'cli3', 'nope', '--reveal'])
+    expect(missing.code).toBe(1)
+    expect(missing.stderr).toContain('output nope not found')
+  })
+
+  test('plan and apply; update sends the version it read (a stale one is refused with the diff); no changes; diff of two traversals', async () => {
+    const one = file('p1.yaml', chain('p1', 0))
+    expect((await kiln(['stack', 'create', 'cli-plan', '-t', one, '--wait'])).code).toBe(0)
+    const first = JSON.parse((await kiln(['--json', 'stack', 'show', 'cli-plan'])).stdout)
+
+    const planned = await kiln(['stack', 'plan', 'cli-plan', '-t', file('p2.yaml', chain('p2', 0).replace('wait_secs: 0 }', 'wait_secs: 0, update_replace: true }'))])
+    expect(planned.code, planned.stderr).toBe(0)
+    expect(planned.stdout).toContain('  # a will be replaced: update_replace is set\n-/+ a (OS::Heat::TestResource)')
+    expect(planned.stdout).toContain('      ~ update_replace: false -> true')
+    const id = /kiln stack apply (\S+)/.exec(planned.stdout)![1]!
+    expect((await kiln(['stack', 'plans', 'cli-plan'])).stdout).toMatch(new RegExp(`${id}\\s+ready\\s+0\\+ 1~ 1-/\\+ 0-`))
+    const applied = await kiln(['stack', 'apply', id, '--wait'])
+    expect(applied.code, applied.stderr).toBe(0)
+    expect(applied.stdout.trim().split('\n').at(-1)).toMatch(/^UPDATE_COMPLETE/)
+    expect(JSON.parse((await kiln(['--json', 'stack', 'show', 'cli-plan'])).stdout).outputs.result.value).toBe('p2')
+    const again = await kiln(['stack', 'apply', id])
+    expect(again.code).toBe(1)
+    expect(again.stderr).toContain('409: plan')
+
+    // Written against the first version: refused, with what changed since.
+    const stale = await kiln(['stack', 'update', 'cli-plan', '-t', file('p3.yaml', chain('p3', 0)), '--expect', first.currentTraversalId])
+    expect(stale.code).toBe(1)
+    expect(stale.stderr).toContain('409: stack cli-plan changed since the version this edit was written against')
+    expect(stale.stderr).toContain('What changed meanwhile:')
+    expect(stale.stderr).toContain('+    properties: { value: p2, wait_secs: 0, update_replace: true }')
+    // By default the CLI sends the version it just read: accepted.
+    const same = file('p3.yaml', chain('p3', 0))
+    expect((await kiln(['stack', 'update', 'cli-plan', '-t', same, '--wait'])).code).toBe(0)
+    const unchanged = await kiln(['stack', 'update', 'cli-plan', '-t', same])
+    expect(unchanged.stdout).toContain('cli-plan: no changes; nothing was started')
+    expect((await kiln(['stack', 'update', 'cli-plan', '-t', same, '--force', '--wait'])).code).toBe(0)
+
+    const d = await kiln(['stack', 'diff', 'cli-plan', first.currentTraversalId])
+    expect(d.code, d.stderr).toBe(0)
+    expect(d.stdout).toContain(`--- ${first.currentTraversalId}`)
+    expect(d.stdout).toContain('-    properties: { value: p1, wait_secs: 0 }')
+    expect(d.stdout).toContain('+    properties: { value: p3, wait_secs: 0 }')
+    expect((await kiln(['stack', 'diff', 'cli-plan', 'current'])).stdout).toBe('No differences between current and current.\n')
+  }, 180_000) // fifteen CLI processes, each starting TypeScript
 
   test('a FAILED operation exits 1; cancel --no-rollback; delete --wait', async () => {
     const failed = await kiln(['stack', 'create', 'cli2', '-t', file('bad.yaml', chain('x', 0.1, true)), '--wait'])

@@ -17,7 +17,10 @@ import { createLogger } from '../../lib/logger'
 import { builtinTypes, createRegistry, typeCatalog } from '../../lib/resources/registry'
 import { createAccountService } from '../../lib/services/accounts'
 import { createReadService } from '../../lib/services/reads'
+import { createPlanService } from '../../lib/services/plans'
 import { createStackService } from '../../lib/services/stacks'
+import { createImportService } from '../../lib/services/imports'
+import type { ResourceTypeConfig } from '../../lib/resources/types'
 import { attachRealtime } from '../../lib/server/realtime'
 import type { TestCluster } from './cluster'
 
@@ -50,6 +53,10 @@ export interface ApiServerOptions {
   authFailuresPerMinute?: number
   /** The database handle the API uses (default: the cluster's); a test may pass one it closes. */
   db?: Db
+  /** How long a saved plan can be applied (KILN_PLAN_TTL_MS; default 24 h). */
+  planTtlMs?: number
+  /** Where an import preview finds objects (default: the cluster's workspace, and its database's server as the target). */
+  typeConfig?: ResourceTypeConfig
 }
 
 export async function startApiServer(c: TestCluster, opts: ApiServerOptions = {}): Promise<ApiServer> {
@@ -67,9 +74,13 @@ export async function startApiServer(c: TestCluster, opts: ApiServerOptions = {}
   })
   let url = ''
   const failedAttempts = failedAttemptLimit({ perMinute: opts.authFailuresPerMinute ?? 1_000_000, log })
+  const stacks = createStackService({ db, catalog: typeCatalog(registry), types: registry, limits, defaultTimeoutMins: 30 })
+  const typeConfig = opts.typeConfig ?? { workspaceDir: c.workspace, targetDatabaseUrl: c.url }
   const deps: ApiDeps = {
     db,
-    stacks: createStackService({ db, catalog: typeCatalog(registry), types: registry, limits, defaultTimeoutMins: 30 }),
+    stacks,
+    plans: createPlanService({ db, catalog: typeCatalog(registry), types: registry, limits, ttlMs: opts.planTtlMs ?? 86_400_000 }, stacks),
+    imports: createImportService({ db, catalog: typeCatalog(registry), types: registry, typeConfig, limits, stacks, log }),
     reads: createReadService(db.pool, registry),
     accounts: createAccountService(db),
     registry,

@@ -3,8 +3,12 @@
  *
  * On a PostgreSQL of its own (so restarting it disturbs no other test file),
  * several worker processes run many stacks of Kiln::File resources (real
- * files: physical resources that can be counted) mixed with delayed
- * OS::Heat::TestResource nodes, in chain and layered shapes. A driver submits
+ * files: physical resources that can be counted) and a
+ * Kiln::Postgres::Database each (on that same server), mixed with delayed
+ * OS::Heat::TestResource nodes, in chain and layered shapes. The outside
+ * types observe their objects: a row whose worker was killed mid-action is
+ * looked at and repaired in place, and at the end a drift check of every
+ * stack must find every object as Kiln stored it. A driver submits
  * overlapping updates, updates that fail (and roll back), cancels with and
  * without rollback, and finally a good update or a delete for every stack;
  * meanwhile a killer SIGKILLs random workers and starts new ones, and
@@ -14,7 +18,8 @@
  * idles, and new stacks are created and one stack deleted: with no lease
  * running out and no fresh worker, only a worker that LISTENs again (or its
  * idle-claim timer) runs them. Afterwards every stack must be in the state its
- * last accepted operation asked for, and the invariants must hold.
+ * last accepted operation asked for, and the invariants must hold, no drift
+ * among them.
  */
 import fs from 'node:fs'
 import path from 'node:path'
@@ -62,9 +67,12 @@ export interface ChaosReport {
 type Final = { kind: 'update'; seed: string; size: number } | { kind: 'delete' }
 
 const rnd = (n: number) => Math.floor(Math.random() * n)
+
+/** The database of a chaos stack (every run has a server of its own: the names cannot collide). */
+const chaosDatabase = (stack: string) => `kiln_${stack.replace(/-/g, '_')}`
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
-/** Files f0..f{size-1} (chain or layered via depends_on) plus a delayed TestResource per layer. */
+/** Files f0..f{size-1} (chain or layered via depends_on), a database whose connection limit is the size, plus a delayed TestResource. */
 export function chaosTemplate(stack: string, seed: string, size: number, shape: 'chain' | 'layered', opts: { delay: number; fail?: boolean }): string {
   const resources: Record<string, unknown> = {}
   for (let i = 0; i < size; i++) {
@@ -72,6 +80,7 @@ export function chaosTemplate(stack: string, seed: string, size: number, shape: 
     resources[`f${i}`] = { type: 'Kiln::File', properties: { path: `${stack}/f${i}.txt`, content: `${seed}:${i}` }, ...(deps.length ? { depends_on: deps } : {}) }
   }
   resources.slow = { type: 'OS::Heat::TestResource', properties: { value: seed, wait_secs: opts.delay, fail: opts.fail === true }, depends_on: ['f0'] }
+  resources.db = { type: 'Kiln::Postgres::Database', properties: { name: chaosDatabase(stack), connection_limit: size }, depends_on: ['f0'] }
   return JSON.stringify({ heat_template_version: '2018-08-31', resources })
 }
 
@@ -272,7 +281,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       if (!['CREATE_COMPLETE', 'UPDATE_COMPLETE'].includes(state)) v.push(`${name}: last accepted operation was an update to ${fin.seed}, state ${state} (${s.statusReason})`)
       const rows = (await c.rows(id)).filter((r) => !(r.action === 'DELETE' && r.status === 'COMPLETE'))
       const names = rows.map((r) => r.name).sort()
-      const want = [...Array.from({ length: fin.size }, (_, k) => `f${k}`), 'slow'].sort()
+      const want = [...Array.from({ length: fin.size }, (_, k) => `f${k}`), 'slow', 'db'].sort()
       if (JSON.stringify(names) !== JSON.stringify(want)) v.push(`${name}: rows ${names.join(',')} != template ${want.join(',')}`)
       for (let k = 0; k < fin.size; k++) {
         const file = path.join(c.projectWorkspace(), name, `f${k}.txt`)
@@ -281,6 +290,40 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
         if (content !== `${fin.seed}:${k}`) v.push(`${name}/f${k}.txt holds ${JSON.stringify(content)}, template says ${fin.seed}:${k}`)
       }
     }
+    // one database per stack that is not deleted, with the connection limit its template says; none leaked
+    const expectedDatabases = new Map<string, number>()
+    for (const [id, fin] of finals) {
+      if (fin.kind !== 'update') continue
+      const name = (await c.db.pool.query('SELECT name FROM stack WHERE id = $1', [id])).rows[0].name as string
+      expectedDatabases.set(chaosDatabase(name), fin.size)
+    }
+    const databases = (await c.db.pool.query(`SELECT datname, datconnlimit FROM pg_database WHERE datname LIKE 'kiln\\_chaos\\_%'`)).rows as { datname: string; datconnlimit: number }[]
+    for (const d of databases) {
+      const want = expectedDatabases.get(d.datname)
+      if (want === undefined) v.push(`database ${d.datname} no stack owns (leaked)`)
+      else if (d.datconnlimit !== want) v.push(`database ${d.datname} has connection limit ${d.datconnlimit}, template says ${want}`)
+    }
+    for (const name of expectedDatabases.keys()) if (!databases.some((d) => d.datname === name)) v.push(`database ${name} is missing`)
+
+    // no drift: every object of every stack is as Kiln stored it (a drift check observes them all)
+    for (const [id, fin] of finals) {
+      if (fin.kind !== 'update') continue
+      try {
+        await c.services.drift(c.actor, id)
+        const state = await c.settle(id, 60_000)
+        if (state !== 'DRIFT_COMPLETE') v.push(`stack ${id}: the drift check ended ${state}`)
+        const found = (await c.db.pool.query(
+          `SELECT d.resource_name, d.state, d.changes, d.problems FROM drift_result d JOIN traversal t ON t.id = d.traversal_id
+            WHERE t.stack_id = $1 AND t.id = (SELECT current_traversal_id FROM stack WHERE id = $1)`,
+          [id],
+        )).rows
+        if (found.length !== fin.size + 2) v.push(`stack ${id}: the drift check looked at ${found.length} resources, not ${fin.size + 2}`)
+        for (const r of found) if (r.state !== 'IN_SYNC') v.push(`stack ${id}: ${r.resource_name} drifted (${r.state} ${JSON.stringify(r.changes)} ${JSON.stringify(r.problems)})`)
+      } catch (err) {
+        v.push(`stack ${id}: the drift check could not run: ${(err as Error).message}`)
+      }
+    }
+
     // one physical file per logical resource: nothing duplicated, nothing leaked
     const files = c.workspaceFiles()
     const extra = files.filter((f) => !expectedFiles.includes(f))

@@ -32,8 +32,12 @@ import { TestCluster } from '../helpers/cluster'
 import { testDatabase, type TestDatabase } from '../helpers/db'
 import { registeredRoutes, type RouteDef } from '../helpers/routes'
 
-const fill = (path: string, values: Record<string, string>) =>
+/** Routes that name an output or a resource of the target stack name these unless told otherwise. */
+const DEFAULT_PARAMS: Record<string, string> = { key: 'out', resource: 'holder' }
+
+const fill = (path: string, given: Record<string, string>) =>
   path.replace(/\{(\w+)\}/g, (_, k: string) => {
+    const values = { ...DEFAULT_PARAMS, ...given }
     if (!(k in values)) throw new Error(`no value for {${k}} in ${path}`)
     return encodeURIComponent(values[k]!)
   })
@@ -61,7 +65,7 @@ function bodyFor(method: string, path: string): unknown {
   if (path === '/api/stacks') return { name: `n-${crypto.randomBytes(3).toString('hex')}`, template: TEMPLATE('n') }
   if (heat && path.endsWith('/stacks')) return { stack_name: `h-${crypto.randomBytes(3).toString('hex')}`, template: TEMPLATE('h') }
   if (tail === 'cancel') return { rollback: false }
-  if (tail === 'rollback' || tail === 'check') return {}
+  if (tail === 'rollback' || tail === 'check' || tail === 'apply' || tail === 'signal') return {}
   if (tail === 'actions') return { check: null }
   if (method === 'PATCH') return { parameters: {} }
   return { template: TEMPLATE('u') }
@@ -72,7 +76,7 @@ let c: TestCluster
 let api: ApiServer
 const routes: { kiln: RouteDef[]; heat: RouteDef[] } = { kiln: [], heat: [] }
 /** Project A's stack that everything below tries to reach. */
-const target = { id: '', name: '', traversalId: '' }
+const target = { id: '', name: '', traversalId: '', planId: '' }
 /** A stack of project B, for cross-project traversal ids. */
 let bStackId = ''
 
@@ -107,6 +111,9 @@ beforeAll(async () => {
   expect(created.status).toBe(201)
   Object.assign(target, { id: created.body.stack.id, name: created.body.stack.name, traversalId: created.body.traversalId })
   expect(await c.settle(target.id)).toBe('CREATE_COMPLETE')
+  const plan = await api.call('POST', `/api/stacks/${target.id}/plans`, { body: { template: TEMPLATE('planned') } })
+  expect(plan.status).toBe(201)
+  target.planId = plan.body.plan.id
   const bs = await api.call('POST', '/api/stacks', { token: api.b.token, body: { name: 'b-own', template: TEMPLATE('b') } })
   expect(bs.status).toBe(201)
   bStackId = bs.body.stack.id
@@ -155,7 +162,7 @@ describe('every route fails closed', () => {
       ['revoked (API)', revokedApi.secret],
       ['revoked (SQL)', revokedSql.secret],
     ]
-    const values = { stack: target.id, traversal: target.traversalId, token: victim.id, type: 'OS::Heat::TestResource', project: api.a.projectId, name: target.name, id: target.id, resource: 'holder', key: 'out' }
+    const values = { stack: target.id, traversal: target.traversalId, plan: target.planId, token: victim.id, type: 'OS::Heat::TestResource', project: api.a.projectId, name: target.name, id: target.id, resource: 'holder', key: 'out' }
     const before = await snapshot()
     const failures: string[] = []
     let tried = 0
@@ -216,7 +223,7 @@ describe('every route fails closed', () => {
     const failures: string[] = []
     for (const [k, { cookie, csrfToken }] of Object.entries(cookies)) {
       for (const r of routes.kiln.filter((x) => !x.public)) {
-        const path = fill(r.path, { stack: target.id, traversal: 'current', token: cases.logout.id, type: 'OS::Heat::None', resource: 'holder' })
+        const path = fill(r.path, { stack: target.id, traversal: 'current', plan: target.planId, resource: 'holder', token: cases.logout.id, type: 'OS::Heat::None' })
         const res = await api.call(r.method, path, { token: null, headers: { cookie, 'x-csrf-token': csrfToken, origin: api.url }, body: bodyFor(r.method, r.path) })
         if (res.status !== 401) failures.push(`${k}: ${r.method} ${path} -> ${res.status}`)
       }
@@ -241,9 +248,9 @@ describe("another project's stack is indistinguishable from a missing one", () =
       for (const [theirs, missing] of [[target.id, missingId], [target.name, missingName]] as const) {
         for (const traversal of ['current', target.traversalId]) {
           const body = bodyFor(r.method, r.path)
-          const a = await api.call(r.method, fill(r.path, { stack: theirs, traversal, resource: 'holder' }), { token: api.b.token, body })
-          const m = await api.call(r.method, fill(r.path, { stack: missing, traversal, resource: 'holder' }), { token: api.b.token, body })
-          const where = `${r.method} ${fill(r.path, { stack: theirs, traversal, resource: 'holder' })}`
+          const a = await api.call(r.method, fill(r.path, { stack: theirs, traversal, plan: target.planId, resource: 'holder' }), { token: api.b.token, body })
+          const m = await api.call(r.method, fill(r.path, { stack: missing, traversal, plan: target.planId, resource: 'holder' }), { token: api.b.token, body })
+          const where = `${r.method} ${fill(r.path, { stack: theirs, traversal, plan: target.planId, resource: 'holder' })}`
           if (a.status !== 404 || m.status !== 404) failures.push(`${where}: ${a.status} (missing: ${m.status})`)
           if (normal(a.text, theirs, target.traversalId) !== normal(m.text, missing, target.traversalId)) failures.push(`${where}: ${a.text} differs from ${m.text}`)
           if (a.text.includes(target.id) && !where.includes(target.id)) failures.push(`${where}: reveals the id`)
@@ -336,7 +343,7 @@ describe('CSRF', () => {
     const before = await snapshot()
     const failures: string[] = []
     for (const r of writes) {
-      const path = fill(r.path, { stack: target.id, traversal: 'current', token: victim.id, type: 'OS::Heat::None', resource: 'holder' })
+      const path = fill(r.path, { stack: target.id, traversal: 'current', plan: target.planId, resource: 'holder', token: victim.id, type: 'OS::Heat::None' })
       for (const [label, headers] of attempts) {
         const res = await api.call(r.method, path, { token: null, headers: { cookie, ...headers }, body: bodyFor(r.method, r.path) })
         if (res.status !== 403 || res.body?.error?.code !== 'csrf') failures.push(`${label}: ${r.method} ${path} -> ${res.status} ${res.text.slice(0, 100)}`)
@@ -461,6 +468,54 @@ describe('Socket.IO', () => {
   })
 })
 
+// ---- secrets: the sweep of every GET route ----
+
+/**
+ * Every GET route of a stack, each path parameter filled with every value it can take, and the
+ * query variants that change what a route shows. Requests that name an output to see it (the
+ * Heat API's output show: an explicit reveal) are left out: the tests check them on their own.
+ */
+function stackUrls(s: { id: string; name: string; traversals: string[]; resources: string[]; keys: string[] }): Set<string> {
+  const p = api.a.projectId
+  const urls = new Set<string>()
+  for (const r of [...routes.kiln, ...routes.heat].filter((x) => x.method === 'GET' && !(x.path.startsWith('/v1/') && x.path.endsWith('/outputs/{key}')))) {
+    const combos: Record<string, string[]> = { stack: [s.id, s.name], traversal: ['current', ...s.traversals], project: [p], name: [s.name, s.id], id: [s.id], resource: s.resources, key: s.keys, type: ['OS::Heat::TestResource'], token: [] }
+    let paths = [r.path]
+    for (const [k, vs] of Object.entries(combos)) if (r.path.includes(`{${k}}`)) paths = paths.flatMap((x) => vs.map((v) => x.replaceAll(`{${k}}`, encodeURIComponent(v))))
+    for (const x of paths) urls.add(x)
+  }
+  for (const t of ['current', ...s.traversals]) for (const f of ['json', 'dot', 'graphml']) urls.add(`/api/stacks/${s.id}/traversals/${t}/graph?format=${f}`)
+  for (const q of ['all=1', 'all=true']) urls.add(`/api/stacks/${s.id}/resources?${q}`)
+  for (const q of ['limit=1000', 'after=0&limit=1000', `resource=${s.resources[0]}`, `traversal=${s.traversals[0]}`]) urls.add(`/api/stacks/${s.id}/events?${q}`)
+  for (const q of ['sort_dir=desc', 'resource_status=FAILED', 'limit=10000']) urls.add(`/v1/${p}/stacks/${s.name}/${s.id}/events?${q}`)
+  for (const k of s.keys) urls.add(`/api/stacks/${s.id}/outputs/${k}?reveal=false`)
+  return urls
+}
+
+/** Where one of `needles` shows in a text: a few characters around it, else null. */
+function around(text: string, needles: readonly string[]): string | null {
+  for (const n of needles) {
+    const at = text.indexOf(n)
+    if (at >= 0) return text.slice(Math.max(0, at - 80), at + n.length + 40)
+  }
+  return null
+}
+
+/** GET every url (redirects followed): a 5xx, or a needle in the body, is a leak. */
+async function sweep(urls: Iterable<string>, needles: readonly string[]): Promise<{ leaks: string[]; fetched: number }> {
+  const leaks: string[] = []
+  let fetched = 0
+  for (const u of urls) {
+    let res = await api.call('GET', u)
+    if (res.status === 302) res = await api.call('GET', new URL(res.headers.get('location')!).pathname + new URL(res.headers.get('location')!).search)
+    fetched++
+    if (res.status >= 500) leaks.push(`${u}: ${res.status}`)
+    const at = around(res.text, needles)
+    if (at !== null) leaks.push(`${u}: ${at}`)
+  }
+  return { leaks, fetched }
+}
+
 // ---- hidden parameters ----
 const SECRET = `hunter2-${crypto.randomBytes(6).toString('hex')}`
 const HIDDEN_TEMPLATE = (opts: { joined: boolean; failing: boolean }) => `heat_template_version: 2018-08-31
@@ -556,26 +611,7 @@ test('a hidden parameter’s value appears in no response, socket event or log l
   const resources = ['holder', 'joined', 'url', 'from_env', 'held', 'dependent', 'as_number']
   const keys = ['direct', 'via_attr', 'url', 'list', 'held', 'plain']
   const p = api.a.projectId
-  const urls = new Set<string>()
-  for (const r of [...routes.kiln, ...routes.heat].filter((x) => x.method === 'GET')) {
-    const combos: Record<string, string[]> = { stack: [id, 'hidden'], traversal: ['current', ...traversals], project: [p], name: ['hidden', id], id: [id], resource: resources, key: keys, type: ['OS::Heat::TestResource'], token: [] }
-    let paths = [r.path]
-    for (const [k, vs] of Object.entries(combos)) if (r.path.includes(`{${k}}`)) paths = paths.flatMap((x) => vs.map((v) => x.replaceAll(`{${k}}`, encodeURIComponent(v))))
-    for (const x of paths) urls.add(x)
-  }
-  for (const t of ['current', ...traversals]) for (const f of ['json', 'dot', 'graphml']) urls.add(`/api/stacks/${id}/traversals/${t}/graph?format=${f}`)
-  for (const q of ['all=1', 'all=true']) urls.add(`/api/stacks/${id}/resources?${q}`)
-  for (const q of ['limit=1000', 'after=0&limit=1000', 'resource=holder', `traversal=${traversals[0]}`]) urls.add(`/api/stacks/${id}/events?${q}`)
-  for (const q of ['sort_dir=desc', 'resource_status=FAILED', 'limit=10000']) urls.add(`/v1/${p}/stacks/hidden/${id}/events?${q}`)
-  const leaks: string[] = []
-  let fetched = 0
-  for (const u of urls) {
-    let res = await api.call('GET', u)
-    if (res.status === 302) res = await api.call('GET', new URL(res.headers.get('location')!).pathname + new URL(res.headers.get('location')!).search)
-    fetched++
-    if (res.status >= 500) leaks.push(`${u}: ${res.status}`)
-    if (res.text.includes(SECRET)) leaks.push(`${u}: ${res.text.slice(Math.max(0, res.text.indexOf(SECRET) - 80), res.text.indexOf(SECRET) + 40)}`)
-  }
+  const { leaks, fetched } = await sweep(stackUrls({ id, name: 'hidden', traversals, resources, keys }), [SECRET])
   expect(fetched).toBeGreaterThan(60)
   // requests that echo a template back: preview, validate (Kiln and Heat), and a rejected create quoting the value
   const echoes: [string, string, unknown][] = [
@@ -604,16 +640,210 @@ test('a hidden parameter’s value appears in no response, socket event or log l
   if (logs.includes(SECRET)) leaks.push(`worker log: ${logs.slice(Math.max(0, logs.indexOf(SECRET) - 120), logs.indexOf(SECRET) + 40)}`)
   expect(leaks).toEqual([])
 
-  // masked, not dropped: the values are replaced by ******, everything else is intact
+  // masked, not dropped: the values are replaced by ******, everything else is intact; an output made from a
+  // secret is masked whole and says it is sensitive
   const shown = (await api.call('GET', `/api/stacks/${id}`)).body.stack
   expect(shown.parameters).toMatchObject({ password: '******', env_password: '******', visible: 'plain-value' })
-  expect(shown.outputs.direct.value).toBe('******')
-  expect(shown.outputs.url.value).toBe('postgres://app:******@db/app')
-  expect(shown.outputs.list.value).toEqual(['******', '******'])
-  expect(shown.outputs.plain.value).toBe('plain-value')
+  for (const k of ['direct', 'url', 'list', 'held', 'via_attr']) expect(shown.outputs[k], k).toEqual({ value: '******', sensitive: true })
+  expect(shown.outputs.plain).toEqual({ value: 'plain-value' })
   const rows = (await api.call('GET', `/api/stacks/${id}/resources?all=1`)).body.resources as { name: string; properties: { value?: unknown } }[]
-  expect(rows.find((r) => r.name === 'url')?.properties.value).toBe('postgres://app:******@db/app')
+  expect(rows.find((r) => r.name === 'url')?.properties.value).toBe('******') // made from the secret: secret whole
   expect(rows.find((r) => r.name === 'holder')?.properties.value).toBe('******') // the previous value, masked too
-  expect(shown.outputs.via_attr.value).toBe('******')
+  expect(rows.find((r) => r.name === 'from_env')?.properties.value).toBe('******')
   expect((await api.call('GET', `/api/stacks/${id}/template`)).body.environment.parameters.env_password).toBe('******')
+  // asked for by name, an output shows its value: Kiln's reveal, and the Heat API's output show
+  expect((await api.call('GET', `/api/stacks/${id}/outputs/url?reveal=true`)).body.output).toEqual({ key: 'url', value: `postgres://app:${secret(3)}@db/app`, sensitive: true })
+  expect((await api.call('GET', `/v1/${p}/stacks/hidden/${id}/outputs/direct`)).body.output.output_value).toBe(secret(3))
 }, 120_000)
+
+// ---- secrets derived by functions ----
+/** Pieces of four characters or more: each is masked wherever it stands, alone or inside other text. */
+const PIECES = ['alpha', 'bravo', 'charlie'].map((w) => `${w}-${crypto.randomBytes(5).toString('hex')}`)
+const DERIVED_TEMPLATE = (opts: { failing: boolean }) => `heat_template_version: 2018-08-31
+parameters:
+  pw:
+    type: string
+    hidden: true
+resources:
+  handle:
+    type: OS::Heat::WaitConditionHandle
+  db:
+    type: Kiln::Postgres::Database
+  env_file:
+    type: Kiln::File
+    properties:
+      path: derived/app.env
+      content:
+        str_replace:
+          template: "DATABASE_URL=DBURL\\nSIGNAL_TOKEN=TOKEN\\n"
+          params: { DBURL: { get_attr: [db, url] }, TOKEN: { get_attr: [handle, token] } }
+  long_file:
+    type: Kiln::File
+    properties:
+      path: derived/long.txt
+      content: { str_replace: { template: "${'line of text '.repeat(80)}TOKEN", params: { TOKEN: { get_attr: [handle, token] } } } }
+  signal_script:
+    type: Kiln::File
+    properties:
+      path: derived/signal.sh
+      content: { list_join: ['', ["#!/bin/sh\\n", { get_attr: [handle, curl_cli] }, "\\n"]] }
+  pieces:
+    type: OS::Heat::Value
+    properties:
+      value: { str_split: [',', { get_param: pw }] }
+  rejoined:
+    type: OS::Heat::TestResource
+    properties:
+      value: { list_join: ['+', { str_split: [',', { get_param: pw }] }] }
+  replaced:
+    type: OS::Heat::TestResource
+    properties:
+      value: { str_replace: { template: 'first=A second=B', params: { A: { str_split: [',', { get_param: pw }, 0] }, B: { str_split: [',', { get_param: pw }, 1] } } } }
+  repeated:
+    type: OS::Heat::Value
+    properties:
+      value: { repeat: { for_each: { '%p%': { str_split: [',', { get_param: pw }] } }, template: { 'key-%p%': 'item-%p%' } } }
+  at_runtime:
+    type: OS::Heat::TestResource
+    properties:
+      value: { list_join: [' at ', [{ str_split: [',', { get_param: pw }, 2] }, { get_attr: [handle, endpoint] }]] }
+  echo:
+    type: OS::Heat::Value
+    properties:
+      value: { get_attr: [pieces, value] }
+${opts.failing ? `  as_number:
+    type: OS::Heat::Value
+    properties:
+      type: number
+      value: { str_split: [',', { list_join: [',', [{ get_param: pw }, { get_attr: [handle, endpoint] }]] }, 1] }
+` : ''}outputs:
+  url:
+    value: { get_attr: [db, url] }
+  signal_cmd:
+    value: { str_replace: { template: "CMD --data-binary '{}'", params: { CMD: { get_attr: [handle, curl_cli] } } } }
+  piece:
+    value: { str_split: [',', { get_param: pw }, 0] }
+  echoed:
+    value: { get_attr: [echo, value] }
+  rejoined:
+    value: { get_attr: [rejoined, output] }
+  endpoint:
+    value: { get_attr: [handle, endpoint] }
+`
+const SENSITIVE = ['url', 'signal_cmd', 'piece', 'echoed', 'rejoined']
+
+describe('secrets derived by functions', () => {
+  const stack = { id: '', frames: [] as string[], needles: [] as string[], url: '', curl: '' }
+
+  beforeAll(async () => {
+    const created = await api.call('POST', '/api/stacks', { body: { name: 'derived', template: DERIVED_TEMPLATE({ failing: false }), parameters: { pw: PIECES.join(',') } } })
+    expect(created.status, created.text).toBe(201)
+    stack.id = created.body.stack.id as string
+    expect(await c.settle(stack.id)).toBe('CREATE_COMPLETE')
+    const s = connect(api.url, { transports: ['websocket'], reconnection: false, forceNew: true, auth: { token: api.a.token } })
+    s.onAny((event: string, payload: unknown) => stack.frames.push(`${event} ${JSON.stringify(payload)}`))
+    await new Promise<void>((resolve) => s.on('connect', () => s.emit('stack:subscribe', stack.id, () => resolve())))
+    // an update whose new resource fails converting a piece (made at run time) to a number: its message would quote it
+    expect((await api.call('PUT', `/api/stacks/${stack.id}`, { body: { template: DERIVED_TEMPLATE({ failing: true }), parameters: { pw: PIECES.join(',') } } })).status).toBe(202)
+    expect(await c.settle(stack.id)).toBe('UPDATE_FAILED')
+    await c.waitFor(async () => stack.frames.some((f) => f.includes('as_number') && f.includes('FAILED')), 10_000, 'the failed update on the socket')
+    s.close()
+
+    // The secret attributes' values, as the database holds them: what must never show.
+    const { rows } = await c.db.pool.query(`SELECT name, attributes FROM resource WHERE stack_id = $1 AND name IN ('db', 'handle') AND action = 'CREATE' AND status = 'COMPLETE'`, [stack.id])
+    const db = rows.find((r) => r.name === 'db')!.attributes as Record<string, string>
+    const handle = rows.find((r) => r.name === 'handle')!.attributes as Record<string, string>
+    expect(db.password!.length).toBeGreaterThan(16)
+    expect(handle.token).toMatch(/^kiln_sig_/)
+    stack.url = db.url!
+    stack.curl = handle.curl_cli!
+    stack.needles = [...PIECES, db.password!, handle.token!]
+  }, 120_000)
+
+  test('a secret attribute through str_replace into a Kiln::File, and a hidden parameter through str_split, str_replace, list_join and repeat, appear in no response, socket event or log line', async () => {
+    // They really went into the rows (so finding none in responses means masking), and the failure was reported.
+    const stored = JSON.stringify((await c.db.pool.query(`SELECT properties, status_reason FROM resource WHERE stack_id = $1`, [stack.id])).rows)
+    expect(stored).toContain(`DATABASE_URL=${stack.url}`)
+    for (const n of stack.needles) expect(stored, 'stored').toContain(n)
+    const failed = (await c.db.pool.query(`SELECT status_reason FROM resource WHERE stack_id = $1 AND name = 'as_number'`, [stack.id])).rows[0].status_reason as string
+    expect(failed).toMatch(/^Resource CREATE failed: Value '.+' is not a number$/)
+
+    const traversals = (await api.call('GET', `/api/stacks/${stack.id}/traversals`)).body.traversals.map((t: { id: string }) => t.id) as string[]
+    const resources = ['handle', 'db', 'env_file', 'long_file', 'signal_script', 'pieces', 'rejoined', 'replaced', 'repeated', 'at_runtime', 'echo', 'as_number']
+    const { leaks, fetched } = await sweep(stackUrls({ id: stack.id, name: 'derived', traversals, resources, keys: [...SENSITIVE, 'endpoint'] }), stack.needles)
+    expect(fetched).toBeGreaterThan(60)
+    for (const f of stack.frames) {
+      const at = around(f, stack.needles)
+      if (at !== null) leaks.push(`socket: ${at}`)
+    }
+    const logs = c.workers.map((w) => w.output.join('')).join('\n')
+    expect(logs).toMatch(/as_number/) // the failure was logged (debug logging is on): there is something to search
+    const inLogs = around(logs, stack.needles)
+    if (inLogs !== null) leaks.push(`worker log: ${inLogs}`)
+    expect(leaks).toEqual([])
+
+    // masked, not dropped: what is made from a secret is masked whole; the rest is intact
+    const rows = (await api.call('GET', `/api/stacks/${stack.id}/resources`)).body.resources as { name: string; statusReason: string; properties: Record<string, unknown>; attributes: Record<string, unknown> }[]
+    const row = (n: string) => rows.find((r) => r.name === n)!
+    expect(row('env_file').properties).toMatchObject({ path: 'derived/app.env', content: '******' })
+    expect(row('signal_script').properties.content).toBe('******')
+    // a long value made from a secret is stored as its digest (not a second copy) and still masked whole
+    expect(row('long_file').properties.content).toBe('******')
+    const digested = (await c.db.pool.query(`SELECT secret_forms FROM resource WHERE stack_id = $1 AND name = 'long_file'`, [stack.id])).rows[0].secret_forms as string[]
+    expect(digested).toEqual([expect.stringMatching(/^#sha256:[0-9a-f]{64}$/)])
+    expect(row('pieces').properties.value).toEqual(['******', '******', '******'])
+    expect(row('echo').attributes.value).toEqual(['******', '******', '******'])
+    expect(row('replaced').properties.value).toBe('******')
+    expect(row('repeated').properties.value).toEqual([{ '******': '******' }, { '******': '******' }, { '******': '******' }])
+    expect(row('at_runtime').properties.value).toBe('******')
+    expect(row('handle').attributes).toMatchObject({ token: '******', endpoint: expect.stringContaining('/resources/handle/signal') })
+    expect(row('as_number').statusReason).toBe("Resource CREATE failed: Value '******' is not a number")
+  })
+
+  test('an output made from a secret is masked in the lists (Kiln, Heat) and shown only when asked for by name, by a member of the project', async () => {
+    const p = api.a.projectId
+    const masked = Object.fromEntries(SENSITIVE.map((k) => [k, { value: '******', sensitive: true }]))
+    expect((await api.call('GET', `/api/stacks/${stack.id}`)).body.stack.outputs).toMatchObject(masked)
+    const listed = (await api.call('GET', `/api/stacks/${stack.id}/outputs`)).body.outputs
+    expect(listed).toMatchObject(masked)
+    expect(listed.endpoint.value).toContain('/resources/handle/signal')
+    expect(listed.endpoint.sensitive).toBeUndefined()
+    const heat = (await api.call('GET', `/v1/${p}/stacks/derived/${stack.id}`)).body.stack.outputs as { output_key: string; output_value: unknown }[]
+    for (const k of SENSITIVE) expect(heat.find((o) => o.output_key === k)?.output_value, k).toBe('******')
+    expect((await api.call('GET', `/v1/${p}/stacks/derived/${stack.id}/outputs`)).body.outputs.map((o: { output_key: string }) => o.output_key).sort()).toEqual([...SENSITIVE, 'endpoint'].sort())
+    expect((await api.call('GET', `/api/stacks/${stack.id}/outputs/url`)).body.output).toEqual({ key: 'url', value: '******', sensitive: true })
+
+    // asked for by name: Kiln's reveal (with an admin's or a member's token) and the Heat API's output show
+    const member = await createToken(c.db, api.a.projectId, 'reveal-member', { role: 'member' })
+    for (const token of [api.a.token, member.secret]) {
+      expect((await api.call('GET', `/api/stacks/${stack.id}/outputs/url?reveal=true`, { token })).body.output).toEqual({ key: 'url', value: stack.url, sensitive: true })
+    }
+    expect((await api.call('GET', `/api/stacks/derived/outputs/piece?reveal=1`)).body.output.value).toBe(PIECES[0])
+    expect((await api.call('GET', `/api/stacks/${stack.id}/outputs/echoed?reveal=true`)).body.output.value).toEqual(PIECES)
+    expect((await api.call('GET', `/v1/${p}/stacks/derived/${stack.id}/outputs/url`)).body.output.output_value).toBe(stack.url)
+    const moved = await api.call('GET', `/v1/${p}/stacks/derived/outputs/signal_cmd`)
+    expect(moved.status).toBe(302)
+    const to = new URL(moved.headers.get('location')!)
+    expect((await api.call('GET', to.pathname + to.search)).body.output.output_value).toBe(`${stack.curl} --data-binary '{}'`)
+    // a reveal is not a guess: a bad value of reveal is refused, an unknown output is not found
+    const bad = await api.call('GET', `/api/stacks/${stack.id}/outputs/url?reveal=yes`)
+    expect(bad.status).toBe(400)
+    expect(bad.body.error.message).toMatch(/reveal/)
+    expect(bad.text).not.toContain(stack.url)
+    expect((await api.call('GET', `/api/stacks/${stack.id}/outputs/nope?reveal=true`)).status).toBe(404)
+
+    // another project's member: not found, as for a stack that does not exist (Kiln and Heat)
+    const missing = await api.call('GET', `/api/stacks/${crypto.randomUUID()}/outputs/url?reveal=true`, { token: api.b.token })
+    for (const ref of [stack.id, 'derived']) {
+      const other = await api.call('GET', `/api/stacks/${ref}/outputs/url?reveal=true`, { token: api.b.token })
+      expect(other.status).toBe(404)
+      expect(other.text.replace(ref, '<ref>')).toBe(missing.text.replace(/stack [^ ]+ not found/, 'stack <ref> not found'))
+    }
+    const heatOther = await api.call('GET', `/v1/${api.b.projectId}/stacks/derived/${stack.id}/outputs/url`, { token: api.b.token })
+    expect(heatOther.status).toBe(404)
+    expect(heatOther.text).not.toContain(stack.url)
+    // the handle's own token signals its handle and nothing else: no reveal
+    const token = stack.needles.at(-1)!
+    expect((await api.call('GET', `/api/stacks/${stack.id}/outputs/url?reveal=true`, { token })).status).toBe(401)
+  })
+})

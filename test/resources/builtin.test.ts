@@ -182,7 +182,7 @@ describe('Kiln::File', () => {
     await fileResource.delete(b('forge', 62), state({ path: '.kiln/owners/shared/conf.txt.json' }))
     expect(fs.readFileSync(path.join(root, 'shared/conf.txt'), 'utf8')).toBe('A')
     expect(fs.readdirSync(path.join(dir, projectB))).toEqual([])
-    await fileResource.check!(at(), state({ path: 'shared/conf.txt', content: 'A' }))
+    expect(await fileResource.observe!(at(), state({ path: 'shared/conf.txt', content: 'A' }))).toMatchObject({ state: 'exists', properties: { content: 'A' } })
   })
 
   test('a symbolic link in the workspace is never followed: not as a parent, not as the file', async () => {
@@ -200,14 +200,14 @@ describe('Kiln::File', () => {
     expect(fs.readdirSync(outside)).toEqual(['secret.txt'])
     expect(fs.readFileSync(path.join(outside, 'secret.txt'), 'utf8')).toBe('outside')
 
-    // A file Kiln wrote whose directory is then swapped for a link: an update, a check and the delete never go through it.
+    // A file Kiln wrote whose directory is then swapped for a link: an update, a look (observe) and the delete never go through it.
     const p = props({ path: 'sub/own.txt', content: 'mine' })
     await fileResource.create(at(), p)
     fs.renameSync(path.join(root, 'sub'), path.join(root, 'moved'))
     fs.symlinkSync(outside, path.join(root, 'sub'))
     fs.writeFileSync(path.join(outside, 'own.txt'), 'not Kiln\'s')
     expect(await failure(fileResource.update(at(), { ...p, content: 'new' }, state(p), ['content']), dir)).toBe('sub is a symbolic link; Kiln never follows links')
-    expect(await failure(fileResource.check!(at(), state(p)), dir)).toBe('sub is a symbolic link; Kiln never follows links')
+    expect(await failure(fileResource.observe!(at(), state(p)), dir)).toBe('sub is a symbolic link; Kiln never follows links')
     await fileResource.delete(at(), state(p))
     expect(fs.readFileSync(path.join(outside, 'own.txt'), 'utf8')).toBe("not Kiln's")
     expect(fs.readdirSync(path.join(dir, '.kiln-tmp'))).toEqual([])

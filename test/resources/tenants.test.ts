@@ -166,7 +166,12 @@ describe('Kiln::Postgres::Database on Kiln\'s own server', () => {
     const bStack = await createStack('b', dbTemplate())
     expect(await c.settle(aStack)).toBe('CREATE_COMPLETE')
     expect(await c.settle(bStack)).toBe('CREATE_COMPLETE')
-    const outputs = async (who: Who, id: string) => (await api.call('GET', `/api/stacks/${id}/outputs`, { token: token(who) })).body.outputs as Record<string, { value: string }>
+    const outputs = async (who: Who, id: string) => {
+      const all = (await api.call('GET', `/api/stacks/${id}/outputs`, { token: token(who) })).body.outputs as Record<string, { value: string }>
+      // The url carries the role's password: a sensitive output, shown only when asked for by name.
+      const url = (await api.call('GET', `/api/stacks/${id}/outputs/url?reveal=true`, { token: token(who) })).body.output as { value: string }
+      return { ...all, url } as Record<string, { value: string }>
+    }
     const a = await outputs('a', aStack)
     const b = await outputs('b', bStack)
     const bRole = b.name!.value

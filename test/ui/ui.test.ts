@@ -143,7 +143,7 @@ describe.runIf(chromiumPath !== null || env().KILN_REQUIRE_BROWSER)('UI in Chrom
     } catch (err) {
       // Say whether the page or the engine is behind.
       const id = page.url().split('/').at(-1)!
-      throw new Error(`${(err as Error).message}\nin the database: ${JSON.stringify(await c.stack(id).catch(() => null))}\n${await c.dump(id).catch(() => '')}`)
+      throw new Error(`${(err as Error).message}\nin the database: ${JSON.stringify(await c.stack(id).catch(() => null))}\n${await c.dump(id).catch(() => '')}`, { cause: err })
     }
   }
 
@@ -299,6 +299,9 @@ describe.runIf(chromiumPath !== null || env().KILN_REQUIRE_BROWSER)('UI in Chrom
     await page.getByRole('button', { name: 'Cancel…' }).click()
     await page.getByRole('button', { name: 'Cancel and roll back' }).click()
     await waitStatus('ROLLBACK_COMPLETE', 45_000)
+    // The rollback changed the template under the open editor: the page says so before anything is submitted.
+    await page.getByTestId('template-changed').waitFor({ timeout: 15_000 })
+    await page.getByRole('button', { name: 'Keep my edit' }).click()
 
     // Keyboard only from here: submit, cancel, inspect. network's 15 s update holds the traversal
     // at its first row while the keyboard gets to Cancel (the gate: it is cancelled, never waited out).
@@ -387,6 +390,71 @@ describe.runIf(chromiumPath !== null || env().KILN_REQUIRE_BROWSER)('UI in Chrom
     await p.screenshot({ path: path.join(SHOTS, '14-phone.png') })
     expect({ violations: await axeViolations(p) }).toEqual({ violations: [] })
     await phone.close()
+  })
+
+  test('two sessions edit the same stack: the second learns the template changed, its Submit gets the conflict view and overwrites nothing', async () => {
+    const res = await fetch(`${web.url}/api/stacks`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-auth-token': a.token }, body: JSON.stringify({ name: 'two-editors', template: chain({ value: 'base' }) }) })
+    expect(res.status).toBe(201)
+    const id = (await res.json()).stack.id as string
+    expect(await c.settle(id)).toBe('CREATE_COMPLETE')
+    const sessions = await Promise.all([0, 1].map(async () => {
+      const context = await newContext({ viewport: { width: 1500, height: 1000 } })
+      const p = await context.newPage()
+      p.on('pageerror', (e) => consoleErrors.push(String(e)))
+      await p.goto('/login')
+      await p.getByLabel('API token').fill(a.token)
+      await p.getByRole('button', { name: 'Sign in' }).click()
+      await p.waitForURL((u) => u.pathname === '/')
+      await p.goto(`/stacks/${id}`)
+      await p.getByTestId('template-editor').locator('.cm-content').waitFor()
+      await expect.poll(() => p.getByTestId('template-editor').innerText()).toMatch(/base-net/)
+      return { context, p }
+    }))
+    const [alice, bob] = sessions as [{ context: BrowserContext; p: Page }, { context: BrowserContext; p: Page }]
+    const edit = async (p: Page, text: string) => {
+      const content = p.locator('[data-testid="template-editor"] .cm-content')
+      await content.click()
+      await p.keyboard.press('ControlOrMeta+a')
+      await p.keyboard.press('Delete')
+      await p.keyboard.insertText(text)
+    }
+    const traversals = async () => (await c.db.pool.query('SELECT count(*)::int AS n FROM traversal WHERE stack_id = $1', [id])).rows[0].n as number
+
+    await edit(alice.p, chain({ value: 'alice' }))
+    await edit(bob.p, chain({ value: 'bob' }))
+    await alice.p.getByRole('button', { name: 'Submit update' }).click()
+    await expect.poll(() => alice.p.getByTestId('message').innerText()).toMatch(/Update submitted/)
+    expect(await c.settle(id)).toBe('UPDATE_COMPLETE')
+    // Bob's editor learns that the template changed under it.
+    await bob.p.getByTestId('template-changed').waitFor({ timeout: 15_000 })
+    const n = await traversals()
+
+    // Bob submits anyway: refused, shown what changed meanwhile, and nothing starts.
+    await bob.p.getByRole('button', { name: 'Submit update' }).click()
+    const dialog = bob.p.getByTestId('conflict')
+    await dialog.waitFor({ timeout: 10_000 })
+    expect(await dialog.innerText()).toMatch(/update by .*complete/)
+    expect(await dialog.getByLabel('template changes').innerText()).toMatch(/-\s+value: base-net[\s\S]*\+\s+value: alice-net/)
+    await bob.p.screenshot({ path: path.join(SHOTS, '11-conflict.png') })
+    expect(await traversals()).toBe(n)
+    const shown = await fetch(`${web.url}/api/stacks/${id}/outputs`, { headers: { 'x-auth-token': a.token } })
+    expect((await shown.json()).outputs.server_value.value).toBe('alice-net')
+
+    // Rebase: Bob's edit beside Alice's template in the merge view, then submitted against it.
+    await bob.p.getByRole('button', { name: 'Rebase my edit on it' }).click()
+    const merge = bob.p.getByTestId('merge-view')
+    await merge.waitFor()
+    await expect.poll(() => merge.locator('.cm-changedLine').count()).toBeGreaterThan(0)
+    await bob.p.screenshot({ path: path.join(SHOTS, '12-merge.png') })
+    await bob.p.getByRole('button', { name: 'Submit update' }).click()
+    await expect.poll(() => bob.p.getByTestId('message').innerText()).toMatch(/Update submitted/)
+    expect(await c.settle(id)).toBe('UPDATE_COMPLETE')
+    expect(await traversals()).toBe(n + 1)
+    // Submitting the same again changes nothing and starts nothing.
+    await bob.p.getByRole('button', { name: 'Submit update' }).click()
+    await bob.p.getByTestId('no-changes').waitFor({ timeout: 10_000 })
+    expect(await traversals()).toBe(n + 1)
+    for (const s of sessions) await s.context.close()
   })
 
   test('a second project cannot open the stack page or join its socket room', async () => {
@@ -482,6 +550,35 @@ describe.runIf(chromiumPath !== null || env().KILN_REQUIRE_BROWSER)('UI in Chrom
     await expect.poll(() => graph.getAttribute('data-units')).toBe(String(9 + 1 + 1000))
     await shot('16-grouped-10000-open')
     await page.goto(`/stacks/${stackId}`)
+  })
+
+  test('a sensitive output shows ****** until Reveal asks for it by name', async () => {
+    const template = `heat_template_version: 2018-08-31
+parameters:
+  pw: { type: string, hidden: true }
+resources:
+  v: { type: OS::Heat::Value, properties: { value: { str_replace: { template: 'user:PW@db', params: { PW: { get_param: pw } } } } } }
+outputs:
+  dsn: { value: { get_attr: [v, value] } }
+  open: { value: open-value }
+`
+    const res = await fetch(`${web.url}/api/stacks`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-auth-token': a.token },
+      body: JSON.stringify({ name: 'ui-sensitive', template, parameters: { pw: 'ui-s3cret-pass' } }),
+    })
+    expect(res.status).toBe(201)
+    await page.goto(`/stacks/${(await res.json()).stack.id}`)
+    await waitStatus('CREATE_COMPLETE')
+    await page.getByRole('tab', { name: 'Outputs' }).click()
+    await expect.poll(() => page.getByTestId('outputs').innerText()).toMatch(/open-value/)
+    expect(await page.getByTestId('outputs').innerText()).toContain('******')
+    expect(await page.content()).not.toContain('ui-s3cret-pass')
+    await page.getByRole('button', { name: 'Reveal' }).click()
+    await expect.poll(() => page.getByTestId('output-dsn-revealed').innerText()).toBe('"user:ui-s3cret-pass@db"')
+    await page.getByTestId('outputs').getByRole('button', { name: 'Hide', exact: true }).click()
+    await expect.poll(() => page.getByTestId('outputs').innerText()).toContain('******')
+    expect(await page.content()).not.toContain('ui-s3cret-pass')
   })
 
   test('delete with confirmation', async () => {

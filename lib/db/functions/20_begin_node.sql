@@ -25,6 +25,8 @@ CREATE OR REPLACE FUNCTION kiln_predicted_action(p_row resource, p_is_update boo
 RETURNS text LANGUAGE sql IMMUTABLE AS $$
   SELECT CASE
     WHEN p_stack_action = 'CHECK' THEN 'CHECK'
+    -- a drift check only looks: the row keeps its action and status
+    WHEN p_stack_action = 'DRIFT' THEN NULL
     -- creating: a new row, or one whose create never completed (retried in place: idempotent physical names)
     WHEN p_is_update THEN CASE WHEN p_row.action = 'INIT' OR (p_row.action = 'CREATE' AND p_row.status = 'FAILED' AND p_row.properties IS NULL) THEN 'CREATE' END
     WHEN p_row.current_template_id IS DISTINCT FROM p_template AND NOT (p_row.action = 'DELETE' AND p_row.status = 'COMPLETE') THEN 'DELETE'

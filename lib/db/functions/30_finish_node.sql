@@ -90,7 +90,7 @@ BEGIN
   SELECT * INTO t FROM traversal WHERE id = p_trav;
   v_reason := 'Stack ' || t.action || ' completed successfully';
   UPDATE stack SET status = 'COMPLETE', status_reason = v_reason,
-         last_good_template_id = CASE WHEN t.action IN ('DELETE', 'CHECK') THEN last_good_template_id ELSE t.raw_template_id END,
+         last_good_template_id = CASE WHEN t.action IN ('DELETE', 'CHECK', 'DRIFT') THEN last_good_template_id ELSE t.raw_template_id END,
          deleted_at = CASE WHEN t.action = 'DELETE' THEN now() ELSE deleted_at END
    WHERE id = p_stack AND current_traversal_id = p_trav AND status = 'IN_PROGRESS' RETURNING * INTO s;
   IF NOT FOUND THEN RETURN; END IF;
@@ -188,6 +188,7 @@ BEGIN
   UPDATE resource SET
     action = v_row.action, status = v_row.status, status_reason = v_row.status_reason, type = v_row.type,
     physical_id = v_row.physical_id, properties = v_row.properties, attributes = v_row.attributes, data = v_row.data,
+    secret_forms = v_row.secret_forms,
     -- a stored result replaces the intent written before the action (kiln_record_intent)
     pending_properties = CASE WHEN v_set ? 'properties' THEN NULL ELSE pending_properties END,
     requires = v_row.requires, current_template_id = v_row.current_template_id, deletion_policy = v_row.deletion_policy,

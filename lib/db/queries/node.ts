@@ -75,6 +75,7 @@ function rowUpdateToJson(u: RowUpdate): Json {
     properties: 'properties',
     attributes: 'attributes',
     data: 'data',
+    secretForms: 'secret_forms',
     requires: 'requires',
     currentTemplateId: 'current_template_id',
     deletionPolicy: 'deletion_policy',
@@ -203,6 +204,16 @@ export async function markInProgress(pool: pg.Pool, workerId: string, job: Claim
 export async function recordIntent(pool: pg.Pool, workerId: string, job: ClaimedJob, properties: Record<string, unknown>, requires: number[]): Promise<boolean> {
   const { rows } = await pool.query({ name: 'kiln_record_intent', text: 'SELECT kiln_record_intent($1, $2, $3, $4::int[]) AS ok', values: [job.id, workerId, JSON.stringify(properties), requires] })
   return rows[0].ok === true
+}
+
+/** ConvergenceStore.markAdopting: one guarded statement (the job must be ours, and the row still locked by us). */
+export async function markAdopting(pool: pg.Pool, workerId: string, job: ClaimedJob, externalId: string): Promise<boolean> {
+  const { rowCount } = await pool.query(
+    `UPDATE resource SET deletion_policy = 'Retain', data = coalesce(data, '{}'::jsonb) || jsonb_build_object('externalId', $3::text), updated_at = now()
+      WHERE id = (SELECT resource_id FROM job WHERE id = $1 AND locked_by = $2) AND engine_id = $2`,
+    [job.id, workerId, externalId],
+  )
+  return rowCount === 1
 }
 
 export async function reportProgress(pool: pg.Pool, workerId: string, job: ClaimedJob, message: string, fraction: number | null): Promise<void> {

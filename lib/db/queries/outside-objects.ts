@@ -5,7 +5,7 @@
  */
 import type pg from 'pg'
 import type { OutsideObjectStore } from '../../engine/ports'
-import type { ClaimOutcome, OutsideOwner, OutsideRecord, OutsideRef } from '../../resources/types'
+import type { AdoptOutcome, ClaimOutcome, OutsideOwner, OutsideRecord, OutsideRef } from '../../resources/types'
 import { withTransaction, type Queryable } from '../client'
 
 /** Advisory lock class of a project's workspace quota ('KOBJ'); events use 'KILN' (10_events.sql). */
@@ -24,6 +24,7 @@ function toRecord(r: Raw): OutsideRecord {
     resourceUuid: String(r.resource_uuid),
     state: r.state as OutsideRecord['state'],
     sizeBytes: Number(r.size_bytes),
+    snapshotOf: (r.snapshot_of as string | null) ?? null,
   }
 }
 
@@ -35,20 +36,20 @@ function columns(refs: OutsideRef[]): [string[], string[], string[]] {
 
 const REFS = `(kind, scope, key) IN (SELECT * FROM unnest($1::text[], $2::text[], $3::text[]))`
 
-/** A claim that must record nothing: rolls its transaction back and carries the answer out. */
-class Refusal extends Error {
-  constructor(readonly outcome: ClaimOutcome) {
+/** A claim or adoption that must record nothing: rolls its transaction back and carries the answer out. */
+class Refusal<T extends { outcome: string } = ClaimOutcome> extends Error {
+  constructor(readonly outcome: T) {
     super(outcome.outcome)
   }
 }
 
-async function claimOne(c: Queryable, owner: OutsideOwner, ref: OutsideRef, sizeBytes: number): Promise<OutsideRecord | null> {
+async function claimOne(c: Queryable, owner: OutsideOwner, ref: OutsideRef, sizeBytes: number, snapshotOf: string | null = null): Promise<OutsideRecord | null> {
   // Insert, or else lock what is there; a record deleted between the two is inserted on the next turn.
   for (;;) {
     const inserted = await c.query(
-      `INSERT INTO outside_object (kind, scope, key, project_id, stack_id, resource_name, resource_uuid, state, size_bytes)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, 'creating', $8) ON CONFLICT (kind, scope, key) DO NOTHING RETURNING id`,
-      [ref.kind, ref.scope, ref.key, owner.projectId, owner.stackId, owner.resourceName, owner.resourceUuid, sizeBytes],
+      `INSERT INTO outside_object (kind, scope, key, project_id, stack_id, resource_name, resource_uuid, state, size_bytes, snapshot_of)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, 'creating', $8, $9) ON CONFLICT (kind, scope, key) DO NOTHING RETURNING id`,
+      [ref.kind, ref.scope, ref.key, owner.projectId, owner.stackId, owner.resourceName, owner.resourceUuid, sizeBytes, snapshotOf],
     )
     if (inserted.rowCount) return null
     const { rows } = await c.query(
@@ -70,7 +71,7 @@ async function claimOne(c: Queryable, owner: OutsideOwner, ref: OutsideRef, size
   }
 }
 
-export async function claimOutside(pool: pg.Pool, owner: OutsideOwner, refs: OutsideRef[], opts: { sizeBytes?: number; quotaBytes?: number } = {}): Promise<ClaimOutcome> {
+export async function claimOutside(pool: pg.Pool, owner: OutsideOwner, refs: OutsideRef[], opts: { sizeBytes?: number; quotaBytes?: number; snapshotOf?: string } = {}): Promise<ClaimOutcome> {
   const size = opts.sizeBytes ?? 0
   try {
     return await withTransaction(pool, async (c) => {
@@ -82,7 +83,7 @@ export async function claimOutside(pool: pg.Pool, owner: OutsideOwner, refs: Out
       const [kinds, scopes, keys] = columns(refs)
       for (let i = 0; i < kinds.length; i++) {
         const ref = refs.find((r) => r.kind === kinds[i] && r.scope === scopes[i] && r.key === keys[i])!
-        previous.set(ref, await claimOne(c, owner, ref, size))
+        previous.set(ref, await claimOne(c, owner, ref, size, opts.snapshotOf ?? null))
       }
       if (quota !== undefined && scope !== undefined) {
         const { rows } = await c.query(
@@ -98,6 +99,62 @@ export async function claimOutside(pool: pg.Pool, owner: OutsideOwner, refs: Out
     if (err instanceof Refusal) return err.outcome
     throw err
   }
+}
+
+/**
+ * Adopt objects that exist as this row's (OutsideObjects.adopt: the rules are
+ * there), all or none, in one transaction. A record is live when a resource
+ * row of a stack not deleted still holds it and is not itself deleted.
+ */
+export async function adoptOutside(pool: pg.Pool, owner: OutsideOwner, refs: OutsideRef[], opts: { unrecorded: boolean; dryRun?: boolean; sizeBytes?: number }): Promise<AdoptOutcome> {
+  try {
+    return await withTransaction(pool, async (c) => {
+      const previous = new Map<OutsideRef, OutsideRecord | null>()
+      const [kinds, scopes, keys] = columns(refs)
+      for (let i = 0; i < kinds.length; i++) {
+        const ref = refs.find((r) => r.kind === kinds[i] && r.scope === scopes[i] && r.key === keys[i])!
+        previous.set(ref, await adoptOne(c, owner, ref, opts))
+      }
+      // A dry run answers as the adoption would, and writes nothing.
+      if (opts.dryRun) throw new Refusal<AdoptOutcome>({ outcome: 'adopted', previous: refs.map((r) => previous.get(r) ?? null) })
+      return { outcome: 'adopted' as const, previous: refs.map((r) => previous.get(r) ?? null) }
+    })
+  } catch (err) {
+    if (err instanceof Refusal) return err.outcome as AdoptOutcome
+    throw err
+  }
+}
+
+async function adoptOne(c: Queryable, owner: OutsideOwner, ref: OutsideRef, opts: { unrecorded: boolean; sizeBytes?: number }): Promise<OutsideRecord | null> {
+  const { rows } = await c.query(
+    `SELECT o.*,
+            EXISTS (SELECT 1 FROM resource r JOIN stack s ON s.id = r.stack_id
+                     WHERE r.uuid = o.resource_uuid AND s.deleted_at IS NULL AND NOT (r.action = 'DELETE' AND r.status = 'COMPLETE')) AS live,
+            EXISTS (SELECT 1 FROM resource r WHERE r.uuid = o.resource_uuid AND r.engine_id IS NOT NULL AND r.lease_expires_at > now()) AS busy
+       FROM outside_object o WHERE kind = $1 AND scope = $2 AND key = $3 FOR UPDATE OF o`,
+    [ref.kind, ref.scope, ref.key],
+  )
+  const row = rows[0] as Raw | undefined
+  if (!row) {
+    if (!opts.unrecorded) throw new Refusal<AdoptOutcome>({ outcome: 'unrecorded', ref })
+    const inserted = await c.query(
+      `INSERT INTO outside_object (kind, scope, key, project_id, stack_id, resource_name, resource_uuid, state, size_bytes)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, 'present', $8) ON CONFLICT (kind, scope, key) DO NOTHING`,
+      [ref.kind, ref.scope, ref.key, owner.projectId, owner.stackId, owner.resourceName, owner.resourceUuid, opts.sizeBytes ?? 0],
+    )
+    // Recorded by someone else since the look: adopt that record as any other.
+    if (!inserted.rowCount) return adoptOne(c, owner, ref, opts)
+    return null
+  }
+  const rec = toRecord(row)
+  const ours = rec.stackId === owner.stackId && rec.resourceName === owner.resourceName
+  if (rec.projectId !== owner.projectId || (!ours && row.live === true)) throw new Refusal<AdoptOutcome>({ outcome: 'refused', ref, owner: rec })
+  if (rec.resourceUuid !== owner.resourceUuid && row.busy === true) throw new Refusal<AdoptOutcome>({ outcome: 'busy', ref, owner: rec })
+  await c.query(
+    `UPDATE outside_object SET stack_id = $2, resource_name = $3, resource_uuid = $4, state = 'present', size_bytes = coalesce($5, size_bytes), updated_at = now() WHERE id = $1`,
+    [row.id, owner.stackId, owner.resourceName, owner.resourceUuid, opts.sizeBytes ?? null],
+  )
+  return rec
 }
 
 export async function findOutside(db: Queryable, refs: OutsideRef[]): Promise<(OutsideRecord | null)[]> {
@@ -134,5 +191,6 @@ export function outsideObjectStore(pool: pg.Pool, retry: <T>(what: string, fn: (
     settle: (owner, refs, size) => retry('settle outside object', () => settleOutside(pool, owner, refs, size)),
     startDelete: (owner, refs) => retry('delete outside object', () => startDeleteOutside(pool, owner, refs)),
     forget: (owner, refs) => retry('forget outside object', () => forgetOutside(pool, owner, refs)),
+    adopt: (owner, refs, opts) => retry('adopt outside object', () => adoptOutside(pool, owner, refs, opts)),
   }
 }

@@ -26,6 +26,7 @@ export function toResourceRow(r: Raw): ResourceRow {
     pendingProperties: obj(r.pending_properties),
     attributes: obj(r.attributes),
     data: obj(r.data),
+    secretForms: Array.isArray(r.secret_forms) ? (r.secret_forms as string[]) : [],
     deletionPolicy: String(r.deletion_policy ?? 'Delete'),
     engineId: (r.engine_id as string | null) ?? null,
     lockTraversalId: (r.lock_traversal_id as string | null) ?? null,

@@ -26,6 +26,20 @@ export interface TraversalPlan {
   names: string[]
   types: Record<string, string>
   dependsOn: Record<string, string[]>
+  /** Resources with external_id (adopted, never created): the checks an update makes before it starts. */
+  external?: Record<string, ExternalPlan>
+  /** definitionFingerprint per resource, when asked for (a preempting update compares two templates). */
+  fingerprints?: Record<string, string>
+}
+
+export interface ExternalPlan {
+  externalId: string
+  /** definitionFingerprint (lib/engine/adoption.ts) of the resource's definition. */
+  fingerprint: string
+  /** The properties whose values are known when the template is checked (an import preview compares them). */
+  known: Record<string, unknown>
+  /** The properties whose values wait for another resource (not compared). */
+  deferred: string[]
 }
 
 export interface StartTraversalInput {
@@ -42,8 +56,20 @@ export interface StartTraversalInput {
   expectTraversalId?: string | null
   /** Tell workers to abort in-flight actions of older traversals (delete). */
   abortInFlight?: boolean
+  /** An update with `converge`: its nodes observe each object before deciding (StoredTraversal.converge). */
+  converge?: boolean
+  /**
+   * An update with `preempt`: the resources whose targets it changes. The superseded traversal's
+   * in-flight actions on their rows are aborted (NOTIFY kiln_abort, mode `rows`).
+   */
+  preempt?: string[]
   /** Statement run inside the transaction before anything else (e.g. inserting the raw template). */
   before?: (client: pg.PoolClient) => Promise<void>
+  /**
+   * Checked inside the transaction once the stack row is locked and `expectTraversalId`
+   * holds (a saved plan's row versions): throwing refuses the start, and nothing is written.
+   */
+  guard?: (client: pg.PoolClient) => Promise<void>
 }
 
 export type StartTraversalResult =
@@ -94,6 +120,7 @@ async function startInTransaction(client: pg.PoolClient, input: StartTraversalIn
   if (input.expectTraversalId !== undefined && stack.current_traversal_id !== input.expectTraversalId) {
     return { started: false, reason: 'conflict', detail: 'the stack has moved on to another operation' }
   }
+  await input.guard?.(client)
 
   const { rows: live } = await client.query(
     `SELECT id, name, action, status, current_template_id, requires, replaces, replaced_by, updated_at
@@ -102,7 +129,8 @@ async function startInTransaction(client: pg.PoolClient, input: StartTraversalIn
   )
   const existing = live.map(toExisting)
   const prevTemplateId = stack.raw_template_id
-  const isCheck = input.action === 'CHECK'
+  // A check and a drift check look at the rows of the stack's template: no new rows, no cleanup.
+  const isCheck = input.action === 'CHECK' || input.action === 'DRIFT'
   const choice = chooseRows(input.plan.names, existing, prevTemplateId, input.rawTemplateId)
   if (isCheck && choice.missing.length) {
     return { started: false, reason: 'conflict', detail: `resources never created: ${choice.missing.join(', ')}` }
@@ -141,7 +169,7 @@ async function startInTransaction(client: pg.PoolClient, input: StartTraversalIn
   const leafKeys = index.leaves.map(parseNodeId)
   const abort = input.abortInFlight && superseded
     ? JSON.stringify({ stack_id: input.stackId, traversal_id: traversalId, mode: 'others', reason: `stack ${input.action.toLowerCase()} requested` })
-    : null
+    : superseded && input.preempt?.length ? await preemptNotice(client, input.stackId, traversalId, superseded, input.preempt) : null
   // Everything else in one round trip (lib/db/functions/15_open_traversal.sql).
   await client.query(
     `SELECT kiln_open_traversal($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`,
@@ -154,7 +182,27 @@ async function startInTransaction(client: pg.PoolClient, input: StartTraversalIn
       abort,
     ],
   )
+  // Rare, so a statement of its own rather than another argument of the one above; in the same
+  // transaction, so no worker can load the traversal without it (NOTIFY is delivered at commit).
+  if (input.converge) await client.query('UPDATE traversal SET converge = true WHERE id = $1', [traversalId])
   return { started: true, traversalId, nodeCount: graph.nodes.length, leaves: index.leaves.length, superseded }
+}
+
+/** NOTIFY payloads are limited to 8000 bytes; a longer list of rows aborts every action of the older traversals instead. */
+const MAX_ABORT_PAYLOAD = 7500
+
+/**
+ * The kiln_abort notice of a preempting update: every row of the resources
+ * whose targets changed (a replacement of one acts on a row of its own), read
+ * under the stack row's lock, so that no node step of the superseded
+ * traversal can make another meanwhile.
+ */
+async function preemptNotice(client: pg.PoolClient, stackId: string, traversalId: string, superseded: string, names: string[]): Promise<string> {
+  const { rows } = await client.query(`SELECT id FROM resource WHERE stack_id = $1 AND name = ANY($2) ORDER BY id`, [stackId, names])
+  const reason = `preempted by update ${traversalId}`
+  const notice = JSON.stringify({ stack_id: stackId, traversal_id: traversalId, mode: 'rows', rows: rows.map((r) => Number(r.id)), reason })
+  if (Buffer.byteLength(notice) <= MAX_ABORT_PAYLOAD) return notice
+  return JSON.stringify({ stack_id: stackId, traversal_id: traversalId, mode: 'others', reason: `${reason} (of ${names.length} resources: every action of ${superseded} is aborted)` })
 }
 
 function ev(kind: string, traversalId: string, status: string, reason: string, data: Record<string, unknown>, action?: string) {
@@ -187,7 +235,7 @@ export async function stopTraversal(pool: pg.Pool, stackId: string, reason: stri
  */
 export async function loadTraversal(pool: pg.Pool, traversalId: string): Promise<StoredTraversal | null> {
   const { rows } = await pool.query(
-    `SELECT t.id, t.stack_id, t.action, t.raw_template_id, t.deadline, g.graph, s.name AS stack_name, s.project_id,
+    `SELECT t.id, t.stack_id, t.action, t.raw_template_id, t.deadline, t.converge, g.graph, s.name AS stack_name, s.project_id,
             CASE WHEN rt.template IS NULL OR rt.template = '{}'::jsonb THEN rt.source END AS source,
             rt.template, rt.environment, rt.parameters
        FROM traversal t JOIN traversal_graph g ON g.traversal_id = t.id
@@ -205,6 +253,7 @@ export async function loadTraversal(pool: pg.Pool, traversalId: string): Promise
     action: r.action,
     rawTemplateId: r.raw_template_id,
     deadline: r.deadline,
+    converge: r.converge === true,
     graph: r.graph as TraversalGraph,
     template: { source: r.source, parsed: r.template ?? null, environment: r.environment ?? {}, parameters: r.parameters ?? {} },
   }

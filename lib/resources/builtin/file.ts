@@ -24,8 +24,8 @@
  */
 import { createHash } from 'node:crypto'
 import path from 'node:path'
-import { DEFAULT_WORKSPACE_QUOTA_BYTES, ResourceActionError, type OutsideRef, type ResourceContext, type ResourceState, type ResourceType } from '../types'
-import { entryAt, projectWorkspace, readAt, removeAt, WorkspaceError, writeAt } from './workspace'
+import { DEFAULT_WORKSPACE_QUOTA_BYTES, ResourceActionError, type Adopted, type Observation, type OutsideRef, type ResourceContext, type ResourceState, type ResourceType } from '../types'
+import { entryAt, inspectAt, projectWorkspace, removeAt, WorkspaceError, writeAt } from './workspace'
 
 export const MAX_FILE_BYTES = 1024 * 1024
 const SHOWN_CONTENT_BYTES = 4096
@@ -70,14 +70,73 @@ async function write(ctx: ResourceContext, props: Record<string, unknown>) {
   }
   await userError(writeAt(ws, rel, content, mode, `${ctx.resourceUuid}.tmp`))
   await ctx.objects.settle([ref], content.length)
+  return { physicalId: rel, attributes: fileAttributes(ws, rel, content) }
+}
+
+const fileAttributes = (ws: { root: string }, rel: string, content: Buffer) => ({
+  path: path.join(ws.root, rel),
+  sha256: createHash('sha256').update(content).digest('hex'),
+  size: content.length,
+})
+
+/** The path a row's file is at: its stored property, or its physical id (a create that stored nothing). */
+const pathOf = (state: ResourceState): string | null => (typeof state.properties.path === 'string' ? state.properties.path : state.physicalId)
+
+/**
+ * The file as it is: gone, or its content and mode. A value equal to the
+ * stored one is given as stored (the same mode may be written `644` or
+ * `0644`); content that differs is read as UTF-8.
+ */
+async function observe(ctx: ResourceContext, state: ResourceState): Promise<Observation> {
+  ctx.signal.throwIfAborted()
+  const rel = pathOf(state)
+  if (!rel) return { state: 'gone' }
+  const ws = projectWorkspace(ctx.config.workspaceDir, ctx.projectId)
+  const seen = await userError(inspectAt(ws, rel))
+  if (!seen) return { state: 'gone' }
+  const storedContent = String(state.properties.content ?? '')
+  const storedMode = state.properties.mode === undefined ? undefined : String(state.properties.mode)
   return {
-    physicalId: rel,
-    attributes: { path: path.join(ws.root, rel), sha256: createHash('sha256').update(content).digest('hex'), size: content.length },
+    state: 'exists',
+    properties: {
+      path: rel,
+      content: seen.content.equals(Buffer.from(storedContent)) ? storedContent : seen.content.toString('utf8'),
+      mode: storedMode !== undefined && parseInt(storedMode, 8) === seen.mode ? storedMode : `0${seen.mode.toString(8).padStart(3, '0')}`,
+    },
+    attributes: fileAttributes(ws, rel, seen.content),
   }
 }
 
+const PATH_PATTERN = new RegExp(`^${NAME}(?:/${NAME})*$`)
+
+/**
+ * Adopt a file of the project's workspace (external_id: its path). Any file
+ * there may be adopted (the workspace is the project's own), unless another
+ * live resource of the project owns it; its content must be text Kiln::File
+ * can hold (UTF-8, at most MAX_FILE_BYTES), or a later update would rewrite it.
+ */
+async function adopt(ctx: ResourceContext, externalId: string, opts: { dryRun: boolean }): Promise<Adopted> {
+  const rel = externalId
+  if (!PATH_PATTERN.test(rel) || rel.length > 1024) throw new ResourceActionError(`external_id ${JSON.stringify(rel)}: not a path inside the project's workspace (names separated by single "/", none of them "." or "..", no leading "/")`)
+  const seen = await observe(ctx, { physicalId: rel, properties: { path: rel }, attributes: {}, data: {} })
+  if (seen.state === 'gone') throw new ResourceActionError(`external_id ${rel}: there is no file at that path in the project's workspace`)
+  const size = Number(seen.attributes?.size)
+  if (size > MAX_FILE_BYTES) throw new ResourceActionError(`external_id ${rel}: the file is ${size} bytes; Kiln::File holds at most ${MAX_FILE_BYTES}`)
+  if (Buffer.byteLength(String(seen.properties.content)) !== size) throw new ResourceActionError(`external_id ${rel}: the file is not UTF-8 text, which Kiln::File holds`)
+  const out = await ctx.objects.adopt([fileRef(ctx, rel)], { unrecorded: true, dryRun: opts.dryRun, sizeBytes: size })
+  switch (out.outcome) {
+    case 'refused':
+      throw new ResourceActionError(`${rel} belongs to resource ${out.owner.resourceName} of stack ${out.owner.stackId}`)
+    case 'busy':
+      throw new ResourceActionError(`${rel} is being acted on by an older version of this resource; try again once that is done`)
+    case 'unrecorded':
+      throw new ResourceActionError(`${rel} cannot be adopted`)
+  }
+  return { physicalId: rel, properties: seen.properties, attributes: seen.attributes ?? {} }
+}
+
 async function remove(ctx: ResourceContext, state: ResourceState): Promise<void> {
-  const rel = typeof state.properties.path === 'string' ? state.properties.path : state.physicalId
+  const rel = pathOf(state)
   if (!rel) return
   const ref = fileRef(ctx, rel)
   const mine = await ctx.objects.startDelete([ref])
@@ -121,10 +180,9 @@ export const fileResource: ResourceType = {
     return write(ctx, props)
   },
   delete: remove,
-  async check(ctx, state) {
-    const rel = String(state.properties.path)
-    const content = await userError(readAt(projectWorkspace(ctx.config.workspaceDir, ctx.projectId), rel))
-    if (content === null) throw new ResourceActionError(`${rel} no longer exists`)
-    if (!content.equals(Buffer.from(String(state.properties.content ?? '')))) throw new ResourceActionError(`${rel} was changed outside Kiln`)
-  },
+  // A stack check observes the file (gone, or changed outside Kiln, fails it): nothing more to check.
+  observe,
+  // The file is there: writing it again repairs whatever a failed or interrupted action left.
+  needsReplaceFailed: () => null,
+  adopt,
 }

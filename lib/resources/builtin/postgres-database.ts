@@ -37,7 +37,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto'
 import pg from 'pg'
-import { DEFAULT_TENANT_CONNECTION_LIMIT, ResourceActionError, type OutsideRef, type ResourceContext, type ResourceState, type ResourceType } from '../types'
+import { DEFAULT_TENANT_CONNECTION_LIMIT, ResourceActionError, type Adopted, type Observation, type OutsideRef, type ResourceContext, type ResourceState, type ResourceType } from '../types'
 import { scramVerifier } from './scram'
 
 /** The group every tenant role belongs to (pg_hba.conf of the embedded cluster names it). */
@@ -74,10 +74,17 @@ function targetUrl(ctx: ResourceContext): string {
 /** application_name of every connection acting on database `name`, so a later attempt can find one a dead worker left. */
 const tagFor = (name: string) => `kiln-pg-${createHash('sha256').update(name).digest('hex').slice(0, 32)}`
 
-async function withClient<T>(ctx: ResourceContext, name: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
+/**
+ * application_name of a connection that only looks (observe): not the tag of
+ * actions, so that an action's endLeftovers never ends a look that runs
+ * beside it (an import preview in the web process).
+ */
+const OBSERVER_TAG = 'kiln-pg-observe'
+
+async function withClient<T>(ctx: ResourceContext, name: string, fn: (c: pg.Client) => Promise<T>, tag = tagFor(name)): Promise<T> {
   const url = targetUrl(ctx)
   ctx.signal.throwIfAborted()
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 10_000, application_name: tagFor(name) })
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 10_000, application_name: tag })
   // An abort closes the connection; a statement the server is still running is ended by the next attempt (endLeftovers).
   const onAbort = () => void client.end().catch(() => {})
   ctx.signal.addEventListener('abort', onAbort, { once: true })
@@ -97,13 +104,91 @@ async function withClient<T>(ctx: ResourceContext, name: string, fn: (c: pg.Clie
  * they are over, so what follows sees the server as it will stay.
  */
 async function endLeftovers(c: pg.Client, name: string): Promise<void> {
-  // PostgreSQL 14+ waits for the backend to exit (up to 10 s); older ones only signal it.
-  const terminate = (await serverVersion(c)) >= 140000 ? 'pg_terminate_backend(pid, 10000)' : 'pg_terminate_backend(pid)'
   const { rows } = await c.query<{ gone: boolean }>(
-    `SELECT ${terminate} AS gone FROM pg_stat_activity WHERE application_name = $1 AND usename = current_user AND pid <> pg_backend_pid()`,
+    `SELECT ${await terminator(c)} AS gone FROM pg_stat_activity WHERE application_name = $1 AND usename = current_user AND pid <> pg_backend_pid()`,
     [tagFor(name)],
   )
   if (rows.some((r) => !r.gone)) throw new ResourceActionError(`an earlier attempt on database ${name} is still running on the server; try again`)
+}
+
+/** PostgreSQL 14+ waits for the backend to exit (up to 10 s); older ones only signal it. */
+async function terminator(c: pg.Client): Promise<string> {
+  return (await serverVersion(c)) >= 140000 ? 'pg_terminate_backend(pid, 10000)' : 'pg_terminate_backend(pid)'
+}
+
+/** A session in database `db` of the target server (as Kiln's user), tagged as acting on `name`. */
+async function inDatabase<T>(ctx: ResourceContext, db: string, name: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
+  const u = new URL(targetUrl(ctx))
+  u.pathname = `/${db}`
+  ctx.signal.throwIfAborted()
+  const client = new pg.Client({ connectionString: u.toString(), connectionTimeoutMillis: 10_000, application_name: tagFor(name) })
+  const onAbort = () => void client.end().catch(() => {})
+  ctx.signal.addEventListener('abort', onAbort, { once: true })
+  try {
+    await client.connect()
+    return await fn(client)
+  } finally {
+    ctx.signal.removeEventListener('abort', onAbort)
+    await client.end().catch(() => {})
+  }
+}
+
+/** A snapshot's name: stable per row (a retried delete finds the copy it made), at most 63 bytes. */
+export function snapshotName(name: string, resourceUuid: string): string {
+  return `${name.slice(0, 40)}_snap_${resourceUuid.replace(/-/g, '').slice(0, 12)}`
+}
+
+/**
+ * deletion_policy Snapshot: before the database is dropped, a copy on the
+ * same server, `CREATE DATABASE <snapshot> TEMPLATE <database>`, owned by a
+ * role of its own that cannot log in (no tenant reaches it), and recorded as
+ * a snapshot (outside_object.snapshot_of) that outlives the row and is listed
+ * on its stack. The embedded server is PostgreSQL 18 and ships no pg_dump,
+ * and the machine's older pg_dump refuses a newer server: a template copy
+ * needs no tool, works offline, and restores with one statement
+ * (from_snapshot). The copy's objects are handed from the tenant's role,
+ * which the delete then drops, to the snapshot's.
+ */
+async function snapshot(ctx: ResourceContext, state: ResourceState): Promise<{ name: string } | null> {
+  const name = storedName(ctx, state)
+  const snap = snapshotName(name, ctx.resourceUuid)
+  const snapRefs = refs(ctx, snap)
+  return withClient(ctx, name, async (c) => {
+    await endLeftovers(c, name)
+    const [records, here, source] = [await ctx.objects.find(snapRefs), await present(c, snap), await present(c, name)]
+    if (records.every((r) => r === null) && (here.database || here.role)) throw new ResourceActionError(`${snap} already exists on the server and was not created by Kiln: no snapshot of ${name} was taken`)
+    if (!source.database && !here.database) return null // nothing left to copy
+    const claim = await ctx.objects.claim(snapRefs, { snapshotOf: name })
+    if (claim.outcome !== 'claimed') throw new ResourceActionError(`the snapshot ${snap} could not be recorded (${claim.outcome})`)
+    if (!here.role) await c.query(`CREATE ROLE ${ident(snap)} NOLOGIN NOINHERIT`)
+    if (!here.database) {
+      // A template copy needs the source to have no other session: the tenant's are ended, and no new one may start.
+      await c.query(`ALTER DATABASE ${ident(name)} WITH ALLOW_CONNECTIONS false`)
+      await c.query(`SELECT ${await terminator(c)} FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()`, [name])
+      await c.query(`CREATE DATABASE ${ident(snap)} TEMPLATE ${ident(name)} OWNER ${ident(snap)}`)
+      await c.query(`REVOKE ALL ON DATABASE ${ident(snap)} FROM PUBLIC`)
+    }
+    if (source.role) await inDatabase(ctx, snap, name, (d) => d.query(`REASSIGN OWNED BY ${ident(name)} TO ${ident(snap)}; DROP OWNED BY ${ident(name)}`))
+    await ctx.objects.settle(snapRefs)
+    return { name: snap }
+  })
+}
+
+/**
+ * A new database made from a snapshot of the same project (from_snapshot):
+ * a template copy of it, whose objects are then the new role's. The
+ * snapshot stays as it was (its owner is given back in the same transaction).
+ */
+async function restoreInto(ctx: ResourceContext, c: pg.Client, name: string, from: string, dbLimit: number): Promise<void> {
+  await c.query(`CREATE DATABASE ${ident(name)} TEMPLATE ${ident(from)} OWNER ${ident(name)} CONNECTION LIMIT ${dbLimit}`)
+  await inDatabase(ctx, name, name, (d) => d.query(`BEGIN; REASSIGN OWNED BY ${ident(from)} TO ${ident(name)}; ALTER DATABASE ${ident(from)} OWNER TO ${ident(from)}; COMMIT`))
+}
+
+/** The snapshot `from` names, if it is one of this project's that is there. */
+async function snapshotToRestore(ctx: ResourceContext, c: pg.Client, from: string): Promise<void> {
+  const [record] = await ctx.objects.find([{ kind: 'pg_database', scope: serverOf(targetUrl(ctx)), key: from }])
+  if (!record || record.snapshotOf === null || record.projectId !== ctx.projectId) throw new ResourceActionError(`from_snapshot: ${from} is not a snapshot of this project`)
+  if (record.state !== 'present' || !(await present(c, from)).database) throw new ResourceActionError(`from_snapshot: the snapshot ${from} is not there any more`)
 }
 
 async function serverVersion(c: pg.Client): Promise<number> {
@@ -162,14 +247,22 @@ async function ensure(ctx: ResourceContext, props: Record<string, unknown>, prev
     await endLeftovers(c, name)
     // From here on, whatever exists of that name is this resource's (a record says so).
     const found = await present(c, name)
+    const from = typeof props.from_snapshot === 'string' ? props.from_snapshot : undefined
+    if (from && !found.database) await snapshotToRestore(ctx, c, from)
+    // Taken over from the row a replacement replaces: it exists, and was not made from the snapshot.
+    if (from && found.database && !prev && ctx.replacesUuid) {
+      throw new ResourceActionError(`from_snapshot: database ${name} exists already (this resource's, before the replacement); restore the snapshot into a database of another name`)
+    }
     await ensureGroup(c)
     const attrs = `LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT NOREPLICATION NOBYPASSRLS CONNECTION LIMIT ${roleLimit} PASSWORD ${literal(verifier)}`
     await c.query(`${found.role ? 'ALTER' : 'CREATE'} ROLE ${ident(name)} WITH ${attrs}`)
     // PostgreSQL 16+ can say so per membership: the role neither inherits the group's privileges nor may SET ROLE to it.
     const options = (await serverVersion(c)) >= 160000 ? ' WITH INHERIT FALSE, SET FALSE' : ''
     await c.query(`GRANT ${ident(TENANT_GROUP)} TO ${ident(name)}${options}`)
-    if (!found.database) await c.query(`CREATE DATABASE ${ident(name)} OWNER ${ident(name)} CONNECTION LIMIT ${dbLimit}`)
-    else await c.query(`ALTER DATABASE ${ident(name)} WITH CONNECTION LIMIT ${dbLimit}`)
+    if (!found.database && from) await restoreInto(ctx, c, name, from, dbLimit)
+    else if (!found.database) await c.query(`CREATE DATABASE ${ident(name)} OWNER ${ident(name)} CONNECTION LIMIT ${dbLimit}`)
+    // (Connections are allowed again if a snapshot that failed half-way left them off.)
+    else await c.query(`ALTER DATABASE ${ident(name)} WITH CONNECTION LIMIT ${dbLimit} ALLOW_CONNECTIONS true`)
     // CREATE DATABASE grants CONNECT and TEMPORARY to PUBLIC, whatever the template says; the owner keeps its own.
     await c.query(`REVOKE ALL ON DATABASE ${ident(name)} FROM PUBLIC`)
     await ctx.objects.settle(objects)
@@ -180,6 +273,68 @@ async function ensure(ctx: ResourceContext, props: Record<string, unknown>, prev
   }
 }
 
+/** The database a row's object is: its physical id, or (a create that stored nothing) the name its properties give. */
+const storedName = (ctx: ResourceContext, state: ResourceState) => state.physicalId ?? (state.attributes.database as string | undefined) ?? nameOf(ctx, state.properties)
+
+/**
+ * The database as the server has it (one catalog query): gone, or its
+ * connection limit, and as problems whatever the create promised that no
+ * longer holds (the role, its ownership, PUBLIC kept out).
+ */
+async function observe(ctx: ResourceContext, state: ResourceState): Promise<Observation> {
+  const name = storedName(ctx, state)
+  return withClient(ctx, name, async (c) => {
+    const { rows } = await c.query<{ limit: number; owner: string; role: boolean; public_connect: boolean; allowed: boolean }>(
+      `SELECT d.datconnlimit AS limit, pg_get_userbyid(d.datdba) AS owner, d.datallowconn AS allowed,
+              EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1) AS role,
+              has_database_privilege('public', d.oid, 'CONNECT') AS public_connect
+         FROM pg_database d WHERE d.datname = $1`,
+      [name],
+    )
+    const db = rows[0]
+    if (!db) return { state: 'gone' }
+    const problems: string[] = []
+    if (!db.role) problems.push(`the login role ${name} is missing`)
+    else if (db.owner !== name) problems.push(`the database is owned by ${db.owner}, not by its role ${name}`)
+    if (db.public_connect) problems.push('PUBLIC may connect to the database')
+    if (!db.allowed) problems.push('the database takes no connections (ALLOW_CONNECTIONS is off)')
+    return {
+      state: 'exists',
+      // `name` only when the row stores it (it has no default: the derived name is not a property).
+      properties: { ...(state.properties.name !== undefined ? { name } : {}), connection_limit: Number(db.limit) },
+      ...(problems.length ? { problems } : {}),
+    }
+  }, OBSERVER_TAG)
+}
+
+/**
+ * Adopt a database (external_id: its name) that Kiln made for this project
+ * and that no live resource holds any more: kept by `deletion_policy: Retain`
+ * or by an earlier adoption, its stack since deleted. A database without a
+ * Kiln record is refused: on a shared server it may be anyone's (another
+ * application's, another tenant's, Kiln's own). Kiln does not know the
+ * adopted role's password: `password` and `url` stay null until an update
+ * manages the database (external_id removed), which sets a new one.
+ */
+async function adopt(ctx: ResourceContext, externalId: string, opts: { dryRun: boolean }): Promise<Adopted> {
+  const name = externalId
+  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(name)) throw new ResourceActionError(`external_id ${JSON.stringify(name)}: not a database name Kiln makes (lower-case letters, digits and _, at most 63)`)
+  const seen = await observe(ctx, { physicalId: name, properties: { name }, attributes: {}, data: {} })
+  if (seen.state === 'gone') throw new ResourceActionError(`external_id ${name}: there is no database of that name on the server`)
+  const [record] = await ctx.objects.find([refs(ctx, name)[0]!])
+  if (record?.snapshotOf) throw new ResourceActionError(`external_id ${name}: it is a snapshot of ${record.snapshotOf}; restore it into a new database with from_snapshot`)
+  const out = await ctx.objects.adopt(refs(ctx, name), { unrecorded: false, dryRun: opts.dryRun })
+  switch (out.outcome) {
+    case 'unrecorded':
+      throw new ResourceActionError(`database ${name} was not made by Kiln for this project (it has no Kiln record); only a database Kiln made and kept (deletion_policy: Retain) can be adopted`)
+    case 'refused':
+      throw new ResourceActionError(out.owner.projectId === ctx.projectId ? `database ${name} belongs to resource ${out.owner.resourceName} of stack ${out.owner.stackId}` : `database ${name} belongs to another project`)
+    case 'busy':
+      throw new ResourceActionError(`database ${name} is being acted on by an older version of this resource; try again once that is done`)
+  }
+  return { physicalId: name, properties: seen.properties, attributes: { database: name, role: name, password: null, url: null } }
+}
+
 export const postgresDatabaseResource: ResourceType = {
   name: 'Kiln::Postgres::Database',
   description: 'A PostgreSQL database and a login role owning it, on the configured target server. The role can reach that database only.',
@@ -188,6 +343,11 @@ export const postgresDatabaseResource: ResourceType = {
       type: 'string',
       description: 'Database (and role) name; default derived from the stack and resource names. A change replaces the database.',
       constraints: [{ allowed_pattern: '[a-z_][a-z0-9_]*', description: 'lower-case letters, digits and _' }, { length: { max: 63 } }],
+    },
+    from_snapshot: {
+      type: 'string',
+      description: 'Make the database as a copy of this snapshot (one deletion_policy: Snapshot kept, of this project; listed by GET /api/stacks/{stack}/snapshots). A change replaces the database.',
+      constraints: [{ allowed_pattern: '[a-z_][a-z0-9_]*', description: 'a snapshot name' }, { length: { max: 63 } }],
     },
     connection_limit: {
       type: 'integer',
@@ -208,7 +368,7 @@ export const postgresDatabaseResource: ResourceType = {
   update: (ctx, props, prev) => ensure(ctx, props, prev),
   async delete(ctx, state) {
     // A create that stored nothing deletes by the properties it started with (state.properties).
-    const name = state.physicalId ?? (state.attributes.database as string | undefined) ?? nameOf(ctx, state.properties)
+    const name = storedName(ctx, state)
     const mine = await ctx.objects.startDelete(refs(ctx, name))
     if (!mine.length) return // never recorded, gone, or a successor owns it now
     await withClient(ctx, name, async (c) => {
@@ -218,11 +378,11 @@ export const postgresDatabaseResource: ResourceType = {
     })
     await ctx.objects.forget(mine)
   },
-  async check(ctx, state) {
-    const name = state.physicalId
-    if (!name) throw new ResourceActionError('the database was never created')
-    await withClient(ctx, name, async (c) => {
-      if (!(await present(c, name)).database) throw new ResourceActionError(`database ${name} no longer exists`)
-    })
-  },
+  // A stack check observes the database (gone, or drifted, fails it): nothing more to check.
+  observe,
+  // The database is there: ensure() repairs the role, its limits and privileges in place,
+  // keeping the password and the data (a replacement would set a new password on it).
+  needsReplaceFailed: () => null,
+  adopt,
+  snapshot,
 }

@@ -1,6 +1,7 @@
 /** OS::Heat::None, OS::Heat::Value and OS::Heat::RandomString, as Heat defines them. */
 import { randomInt } from 'node:crypto'
 import { ResourceActionError, type PropertySchema, type ResourceType } from '../types'
+import { observeStored } from './util'
 
 /** Stands in for any type (map a type to it in resource_registry): accepts any property, does nothing. */
 export const noneResource: ResourceType = {
@@ -18,6 +19,7 @@ export const noneResource: ResourceType = {
     return {}
   },
   async delete() {},
+  observe: observeStored,
 }
 
 const VALUE_TYPES = ['string', 'number', 'comma_delimited_list', 'json', 'boolean']
@@ -68,6 +70,7 @@ export const valueResource: ResourceType = {
     return { attributes: { value: convertValue(props.value, props.type as string | undefined) } }
   },
   async delete() {},
+  observe: observeStored,
 }
 
 const SEQUENCES: Record<string, string> = {
@@ -138,4 +141,5 @@ export const randomStringResource: ResourceType = {
     return {}
   },
   async delete() {},
+  observe: observeStored,
 }

@@ -7,7 +7,7 @@
  * there is no client to poll in Kiln.
  */
 import { ReplaceRequired, ResourceActionError, type PropertySchema, type ResourceContext, type ResourceType } from '../types'
-import { waitWithProgress } from './util'
+import { observeStored, waitWithProgress } from './util'
 
 const waitSecs: PropertySchema = { type: 'number', updateAllowed: true, constraints: [{ range: { min: 0 } }] }
 
@@ -71,4 +71,5 @@ export const testResource: ResourceType = {
   async check(ctx, state) {
     if (state.properties.fail === true) throw new ResourceActionError(`Test Resource failed ${ctx.resourceName}`)
   },
+  observe: observeStored,
 }

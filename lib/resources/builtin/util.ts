@@ -1,4 +1,5 @@
 /** Small helpers the built-in types share. */
+import type { Observation, ResourceContext, ResourceState } from '../types'
 
 /** Wait `seconds` (0 returns at once), rejecting as soon as `signal` fires. */
 export function sleep(seconds: number, signal: AbortSignal): Promise<void> {
@@ -25,4 +26,13 @@ export async function waitWithProgress(seconds: number, signal: AbortSignal, pro
     await sleep(seconds / steps, signal)
     if (i < steps) progress(`${what}: ${Math.round((i / steps) * seconds * 10) / 10}s of ${seconds}s`, i / steps)
   }
+}
+
+/**
+ * `observe` of a state-only type: nothing of it is outside Kiln, so what the
+ * engine stored is what there is. It is never gone and never drifted.
+ */
+export async function observeStored(ctx: ResourceContext, state: ResourceState): Promise<Observation> {
+  ctx.signal.throwIfAborted()
+  return { state: 'exists', properties: state.properties, attributes: state.attributes }
 }

@@ -15,6 +15,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto'
 import { ResourceActionError, type ResourceContext, type ResourceSignal, type ResourceType } from '../types'
+import { observeStored } from './util'
 
 export const WAIT_CONDITION_HANDLE = 'OS::Heat::WaitConditionHandle'
 export const SIGNAL_TOKEN_PREFIX = 'kiln_sig_'
@@ -69,6 +70,8 @@ export const waitConditionHandleResource: ResourceType = {
   async delete(ctx, state) {
     if (state.physicalId) await ctx.signals.clear(state.physicalId)
   },
+  // Its signals are in Kiln's database too: nothing of it is outside Kiln.
+  observe: observeStored,
 }
 
 const describe = (signals: ResourceSignal[]) => signals.map((s) => s.reason).filter(Boolean).join('; ')
@@ -108,4 +111,5 @@ export const waitConditionResource: ResourceType = {
     return wait(ctx, props)
   },
   async delete() {},
+  observe: observeStored,
 }

@@ -162,8 +162,12 @@ export async function writeAt(ws: ProjectWorkspace, rel: string, content: Buffer
   }
 }
 
-/** The content at `rel`, or null when there is no file; a link is never followed. */
-export async function readAt(ws: ProjectWorkspace, rel: string): Promise<Buffer | null> {
+/**
+ * The content and permission bits of the regular file at `rel` (one open, with
+ * O_NOFOLLOW: a link is never followed), or null when nothing is there; it
+ * makes nothing, not even a missing parent directory.
+ */
+export async function inspectAt(ws: ProjectWorkspace, rel: string): Promise<{ content: Buffer; mode: number } | null> {
   try {
     const parts = names(rel)
     const dir = await parentDir(ws, parts, false)
@@ -174,8 +178,9 @@ export async function readAt(ws: ProjectWorkspace, rel: string): Promise<Buffer 
     })
     if (!fh) return null
     try {
-      if (!(await fh.stat()).isFile()) throw new WorkspaceError(`${rel} is not a regular file`)
-      return await fh.readFile()
+      const st = await fh.stat()
+      if (!st.isFile()) throw new WorkspaceError(`${rel} is not a regular file`)
+      return { content: await fh.readFile(), mode: st.mode & 0o777 }
     } finally {
       await fh.close()
     }

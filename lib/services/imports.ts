@@ -1,0 +1,197 @@
+/**
+ * Import: adopting objects that already exist into a stack, through the
+ * resources of a template that carry `external_id` (Heat's key). An import
+ * creates the stack, or updates it when the project has a stack of that
+ * name; its preview says, resource by resource, what would be adopted, as
+ * the type observes it now, and how it differs from the template, without
+ * writing anything.
+ *
+ * The preview runs the types' `adopt` in a dry run in this process: it only
+ * looks (the rules of observe: read-only, fast, abortable; a deadline of
+ * PREVIEW_LOOK_MS per resource), and its records are read, never written.
+ */
+import crypto from 'node:crypto'
+import { isDeepStrictEqual } from 'node:util'
+import type { Db } from '../db/client'
+import { adoptOutside, findOutside } from '../db/queries/outside-objects'
+import { adoptionOf, externalIdRefusal } from '../engine/adoption'
+import type { Logger } from '../logger'
+import { shownValue, validateProperties } from '../resources/schema'
+import { ResourceActionError, type OutsideObjects, type OutsideOwner, type ResourceContext, type ResourceType, type ResourceTypeConfig } from '../resources/types'
+import type { TypeCatalog } from '../template/types'
+import { ConflictError, ValidationError } from './errors'
+import { hiddenValues, MASK, redact, secretList, type Secrets } from './secrets'
+import type { Actor, OperationResult, StackService } from './stacks'
+import { checkSubmission, type Limits, type Submission } from './templates'
+
+/** How long the preview's look at one object may take. */
+const PREVIEW_LOOK_MS = 15_000
+
+export interface ImportDeps {
+  db: Db
+  catalog: TypeCatalog
+  types: { get(name: string): ResourceType | undefined }
+  /** Where the types find their objects (the workspace, the target server); without it a preview cannot look. */
+  typeConfig?: ResourceTypeConfig
+  limits: Limits
+  stacks: StackService
+  log: Logger
+}
+
+export interface ImportRequest extends Submission {
+  /** The stack to import into: created, or updated when the project has one of that name. */
+  name: string
+  timeoutMins?: number
+  disableRollback?: boolean
+}
+
+export interface ImportItem {
+  name: string
+  type: string
+  externalId: string
+  /**
+   * adopt: the object exists and would be adopted; adopted: the stack holds it
+   * already (left as it is); refused: it cannot be (the reason says why:
+   * missing, another owner, an update Heat's rule forbids); error: the look
+   * itself failed.
+   */
+  outcome: 'adopt' | 'adopted' | 'refused' | 'error'
+  reason?: string
+  /** The object as observed (secrets masked, long values cut). */
+  properties?: Record<string, unknown>
+  attributes?: Record<string, unknown>
+  /** Where the template's known values differ from the object: what an update without external_id would change. */
+  differences?: { property: string; template: unknown; seen: unknown }[]
+}
+
+export interface ImportPreview {
+  stack: { name: string; id: string | null; exists: boolean }
+  items: ImportItem[]
+  summary: { adopt: number; adopted: number; refused: number; error: number }
+}
+
+function masked(type: ResourceType, values: Record<string, unknown>, which: 'properties' | 'attributes', secrets: Secrets): Record<string, unknown> {
+  return Object.fromEntries(
+    Object.entries(values).map(([k, v]) => {
+      const schema = type[which][k]
+      if (schema?.secret) return [k, v === null ? null : MASK]
+      return [k, shownValue(which === 'properties' ? type.properties[k] : undefined, redact(v, secrets))]
+    }),
+  )
+}
+
+export function createImportService(deps: ImportDeps) {
+  const { pool } = deps.db
+
+  async function existing(actor: Actor, name: string): Promise<{ id: string; name: string } | null> {
+    const { rows } = await pool.query(`SELECT id, name FROM stack WHERE project_id = $1 AND name = $2 AND deleted_at IS NULL`, [actor.projectId, name])
+    return rows[0] ? { id: String(rows[0].id), name: String(rows[0].name) } : null
+  }
+
+  async function checked(actor: Actor, req: ImportRequest, stackId: string) {
+    const c = await checkSubmission(req, { catalog: deps.catalog, limits: deps.limits, stackName: req.name, stackId, projectId: actor.projectId })
+    if (!c.plan.external) throw new ValidationError('template: no resource has external_id: there is nothing to import', [{ code: 'structure', path: 'resources', line: null, column: null, message: 'no resource has external_id: there is nothing to import' }])
+    return c
+  }
+
+  /** Records may be read, and an adoption tried in a dry run; nothing else (a preview writes nothing). */
+  function lookOnly(owner: OutsideOwner): OutsideObjects {
+    const refuse = () => Promise.reject(new Error('an import preview writes nothing'))
+    return {
+      find: (refs) => findOutside(pool, refs),
+      adopt: (refs, opts) => (opts.dryRun ? adoptOutside(pool, owner, refs, opts) : refuse()),
+      claim: refuse,
+      settle: refuse,
+      startDelete: refuse,
+      forget: refuse,
+    }
+  }
+
+  function context(actor: Actor, stack: { id: string; name: string }, resourceName: string, config: ResourceTypeConfig): ResourceContext {
+    const owner = { projectId: actor.projectId, stackId: stack.id, resourceName, resourceUuid: crypto.randomUUID() }
+    const noSignals = () => Promise.reject(new Error('an import preview takes no signals'))
+    return {
+      ...owner,
+      stackName: stack.name,
+      replacesUuid: null,
+      physicalName: `${stack.name}-${resourceName}-preview`,
+      signal: AbortSignal.timeout(PREVIEW_LOOK_MS),
+      progress: () => {},
+      log: deps.log,
+      config,
+      objects: lookOnly(owner),
+      signals: { waitFor: noSignals, list: noSignals, clear: noSignals },
+    }
+  }
+
+  return {
+    async preview(actor: Actor, req: ImportRequest): Promise<ImportPreview> {
+      const stack = await existing(actor, req.name)
+      const target = stack ?? { id: crypto.randomUUID(), name: req.name }
+      const c = await checked(actor, req, target.id)
+      const external = c.plan.external!
+      const template = JSON.parse(c.templateText) as { parameters?: Record<string, unknown> }
+      const env = c.environmentJson as { parameters?: Record<string, unknown>; parameter_defaults?: Record<string, unknown> }
+      const secrets = secretList(hiddenValues(template.parameters as never, [c.parameters, env.parameters, env.parameter_defaults]))
+      const held = new Map<string, Record<string, unknown> | null>()
+      if (stack) {
+        const { rows } = await pool.query(
+          `SELECT DISTINCT ON (name) name, data FROM resource WHERE stack_id = $1 AND properties IS NOT NULL AND NOT (action = 'DELETE' AND status = 'COMPLETE') ORDER BY name, id DESC`,
+          [stack.id],
+        )
+        for (const r of rows) held.set(String(r.name), r.data)
+      }
+      const items: ImportItem[] = []
+      for (const name of Object.keys(external).sort()) {
+        const e = external[name]!
+        const typeName = c.plan.types[name]!
+        const base = { name, type: typeName, externalId: e.externalId }
+        if (held.has(name)) {
+          const why = externalIdRefusal(name, adoptionOf(held.get(name) ?? null), e.externalId, e.fingerprint)
+          items.push(why ? { ...base, outcome: 'refused', reason: redact(why, secrets) } : { ...base, outcome: 'adopted', reason: 'the stack holds it already: it is left as it is' })
+          continue
+        }
+        const type = deps.types.get(typeName)
+        if (!type?.adopt) {
+          items.push({ ...base, outcome: 'refused', reason: `${typeName} cannot adopt an existing object` })
+          continue
+        }
+        if (!deps.typeConfig) {
+          items.push({ ...base, outcome: 'error', reason: 'this server is not configured to look at resources' })
+          continue
+        }
+        try {
+          const seen = await type.adopt(context(actor, target, name, deps.typeConfig), e.externalId, { dryRun: true })
+          const template = validateProperties(type.properties, e.known, { acceptUnknown: type.acceptsAnyProperties === true }).value
+          const shown = (k: string, v: unknown) => masked(type, { [k]: v }, 'properties', secrets)[k]
+          // A value that waits for another resource is not known yet: not compared.
+          const differences = Object.keys(seen.properties)
+            .filter((k) => !e.deferred.includes(k) && !isDeepStrictEqual(template[k] ?? null, seen.properties[k] ?? null))
+            .map((k) => ({ property: k, template: shown(k, template[k] ?? null), seen: shown(k, seen.properties[k] ?? null) }))
+          items.push({ ...base, outcome: 'adopt', properties: masked(type, seen.properties, 'properties', secrets), attributes: masked(type, seen.attributes, 'attributes', secrets), differences })
+        } catch (err) {
+          const reason = redact(err instanceof Error ? err.message : String(err), secrets)
+          items.push({ ...base, outcome: err instanceof ResourceActionError ? 'refused' : 'error', reason })
+        }
+      }
+      const count = (o: ImportItem['outcome']) => items.filter((i) => i.outcome === o).length
+      return { stack: { name: req.name, id: stack?.id ?? null, exists: stack !== null }, items, summary: { adopt: count('adopt'), adopted: count('adopted'), refused: count('refused'), error: count('error') } }
+    },
+
+    /** Adopt: create the stack, or update the project's stack of that name (external_id resources adopted, the others made). */
+    async run(actor: Actor, req: ImportRequest): Promise<OperationResult & { created: boolean }> {
+      const stack = await existing(actor, req.name)
+      await checked(actor, req, stack?.id ?? crypto.randomUUID())
+      const { name, ...sub } = req
+      if (!stack) return { ...(await deps.stacks.create(actor, { name, ...sub })), created: true }
+      try {
+        return { ...(await deps.stacks.update(actor, stack.id, sub)), created: false }
+      } catch (err) {
+        if (err instanceof ConflictError) throw new ConflictError(`stack ${name} exists and cannot take the import now: ${err.message}`)
+        throw err
+      }
+    },
+  }
+}
+
+export type ImportService = ReturnType<typeof createImportService>

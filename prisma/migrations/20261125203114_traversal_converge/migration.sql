@@ -1,0 +1,2 @@
+-- AlterTable
+ALTER TABLE "traversal" ADD COLUMN     "converge" BOOLEAN NOT NULL DEFAULT false;

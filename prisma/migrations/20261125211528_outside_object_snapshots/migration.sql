@@ -1,0 +1,2 @@
+-- AlterTable
+ALTER TABLE "outside_object" ADD COLUMN     "snapshot_of" TEXT;
