@@ -82,8 +82,8 @@ outputs:
   result: { value: { get_attr: [b, output] } }
 `
 
-// Every CLI process starts TypeScript (seconds each on a busy machine): a test of several may take minutes.
-describe('kiln CLI', { timeout: 180_000 }, () => {
+// Every CLI process starts TypeScript (seconds each on a busy machine): a test that runs several may take minutes.
+describe('kiln CLI', { timeout: 300_000 }, () => {
   test('create --wait follows the live stream to the end and prints the events', async () => {
     const r = await kiln(['stack', 'create', 'cli1', '-t', file('one.yaml', chain('one', 0.2)), '--wait'])
     expect(r.stderr).not.toContain('no live stream')
@@ -204,7 +204,7 @@ outputs:
     expect(d.stdout).toContain('-    properties: { value: p1, wait_secs: 0 }')
     expect(d.stdout).toContain('+    properties: { value: p3, wait_secs: 0 }')
     expect((await kiln(['stack', 'diff', 'cli-plan', 'current'])).stdout).toBe('No differences between current and current.\n')
-  }, 180_000) // fifteen CLI processes, each starting TypeScript
+  }, 300_000) // fifteen CLI processes, each starting TypeScript
 
   test('a FAILED operation exits 1; cancel --no-rollback; delete --wait', async () => {
     const failed = await kiln(['stack', 'create', 'cli2', '-t', file('bad.yaml', chain('x', 0.1, true)), '--wait'])
