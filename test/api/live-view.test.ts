@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { startApiServer, type ApiServer } from '../helpers/api-server'
 import { TestCluster } from '../helpers/cluster'
 import { testDatabase, type TestDatabase } from '../helpers/db'
+import { gateHeld } from '../helpers/gate'
 
 let db: TestDatabase
 let c: TestCluster
@@ -27,24 +28,31 @@ afterAll(async () => {
   await db?.drop()
 })
 
-const template = (value: string, wait = 0) => `heat_template_version: 2018-08-31
+/** With `gated`, `first` waits behind a gate (test/helpers/gate.ts) that only the test's signal opens. */
+const template = (value: string, gated = false) => `heat_template_version: 2018-08-31
 parameters:
   secret:
     type: string
     hidden: true
     default: s3cr3t-${value}
 resources:
-  first:
+${gated ? GATE : ''}  first:
     type: OS::Heat::TestResource
-    properties:
+${gated ? '    depends_on: gate\n' : ''}    properties:
       value: { get_param: secret }
-      wait_secs: ${wait}
   second:
     type: OS::Heat::None
     depends_on: [first]
 outputs:
   out:
     value: { get_attr: [first, output] }
+`
+
+const GATE = `  gate_handle:
+    type: OS::Heat::WaitConditionHandle
+  gate:
+    type: OS::Heat::WaitCondition
+    properties: { handle: { get_resource: gate_handle }, timeout: 3600 }
 `
 
 describe('live view reads', () => {
@@ -69,13 +77,17 @@ describe('live view reads', () => {
   })
 
   test('after a cancel without rollback the stack has no current traversal; `current` is the cancelled one', async () => {
-    const upd = await api.call('PUT', `/api/stacks/${id}`, { body: { template: template('b', 30) } })
+    // held at the gate until the test has cancelled it
+    const upd = await api.call('PUT', `/api/stacks/${id}`, { body: { template: template('b', true) } })
     expect(upd.status).toBe(202)
-    await c.waitFor(async () => (await c.rows(id)).some((r) => r.engine_id !== null), 20_000, 'a row to be locked')
+    await gateHeld(c, id)
     expect((await api.call('POST', `/api/stacks/${id}/cancel`, { body: { rollback: false } })).status).toBe(202)
     expect((await c.stack(id)).currentTraversalId).toBeNull()
     const t = await api.call('GET', `/api/stacks/${id}/traversals/current`)
     expect(t.body.traversal).toMatchObject({ id: upd.body.traversalId, outcome: 'CANCELLED', current: false })
+    // the cancelled update's wait is still in flight: let it finish before the next reads
+    expect((await api.call('POST', `/api/stacks/${id}/resources/gate_handle/signal`, { body: {} })).status).toBe(200)
+    await c.waitFor(async () => (await c.rows(id)).every((r) => r.engine_id === null), 30_000, 'the in-flight wait to finish')
   })
 
   test("a past traversal's template: its text as written, its parameters with hidden values masked", async () => {

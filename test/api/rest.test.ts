@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { startApiServer, type ApiServer } from '../helpers/api-server'
 import { TestCluster } from '../helpers/cluster'
 import { testDatabase, type TestDatabase } from '../helpers/db'
+import { gateHeld } from '../helpers/gate'
 
 let db: TestDatabase
 let c: TestCluster
@@ -47,6 +48,30 @@ outputs:
   leaked:
     value: { get_param: secret }
 `
+
+/**
+ * `chain(value)` behind a gate (test/helpers/gate.ts): `first` waits for a wait condition that only a
+ * signal to gate_handle releases, so an operation on it is still in progress when the next request
+ * comes, however slow the machine.
+ */
+const gatedChain = (value: string) => `heat_template_version: 2018-08-31
+resources:
+  gate_handle:
+    type: OS::Heat::WaitConditionHandle
+  gate:
+    type: OS::Heat::WaitCondition
+    properties: { handle: { get_resource: gate_handle }, timeout: 3600 }
+  first:
+    type: OS::Heat::TestResource
+    depends_on: gate
+    properties:
+      value: ${value}-1
+  second:
+    type: OS::Heat::TestResource
+    properties:
+      value: { get_attr: [first, output] }
+`
+const openGate = (id: string) => api.call('POST', `/api/stacks/${id}/resources/gate_handle/signal`, { body: {} })
 
 async function settle(id: string) {
   return c.settle(id, 30_000)
@@ -138,9 +163,12 @@ describe('REST API', () => {
   })
 
   test('update while IN_PROGRESS is accepted; cancel with and without rollback', async () => {
-    const created = await api.call('POST', '/api/stacks', { body: { name: 'busy', template: chain('a', 0.4) } })
+    // The create waits at the gate, which the test opens only at the end: every request below finds
+    // an operation in progress, and the gate's row held by the create's wait.
+    const created = await api.call('POST', '/api/stacks', { body: { name: 'busy', template: gatedChain('a') } })
     const id = created.body.stack.id
-    const upd = await api.call('PUT', `/api/stacks/${id}`, { body: { template: chain('b', 0.4) } })
+    await gateHeld(c, id)
+    const upd = await api.call('PUT', `/api/stacks/${id}`, { body: { template: gatedChain('b') } })
     expect(upd.status).toBe(202)
     expect(upd.body.superseded).toBe(created.body.traversalId)
     const cancel = await api.call('POST', `/api/stacks/${id}/cancel`, { body: { rollback: false } })
@@ -148,10 +176,11 @@ describe('REST API', () => {
     expect(await settle(id)).toMatch(/_FAILED$/)
     expect((await api.call('POST', `/api/stacks/${id}/cancel`, { body: { rollback: false } })).status).toBe(409)
 
-    await api.call('PUT', `/api/stacks/${id}`, { body: { template: chain('c', 0.4) } })
+    await api.call('PUT', `/api/stacks/${id}`, { body: { template: gatedChain('c') } })
     const rb = await api.call('POST', `/api/stacks/${id}/cancel`, { body: {} })
     expect(rb.status).toBe(202)
     expect(rb.body.action).toBe('ROLLBACK')
+    expect((await openGate(id)).status).toBe(200)
     expect(await settle(id)).toMatch(/^ROLLBACK_/)
     expect((await api.call('POST', `/api/stacks/${id}/check`)).status).toBe(202)
     await settle(id)
@@ -311,7 +340,8 @@ describe('REST API', () => {
   })
 
   test("Socket.IO: unauthenticated connections are refused; a stack's room admits only its project", async () => {
-    const created = await api.call('POST', '/api/stacks', { body: { name: 'live', template: chain('a', 0.3) } })
+    // held at the gate until the socket has subscribed: the events it is sent happen after that
+    const created = await api.call('POST', '/api/stacks', { body: { name: 'live', template: gatedChain('a') } })
     const id = created.body.stack.id
     const open = (token: string | null) =>
       new Promise<ReturnType<typeof connect>>((resolve, reject) => {
@@ -334,6 +364,8 @@ describe('REST API', () => {
     mine.on('stack:events', (m: { events: { seq: number }[] }) => events.push(...m.events))
     const ack = await mine.emitWithAck('stack:subscribe', id)
     expect(ack.ok).toBe(true)
+    await gateHeld(c, id)
+    expect((await openGate(id)).status).toBe(200)
     await settle(id)
     await c.waitFor(async () => events.length > 0, 5000, 'live events')
     const seqs = events.map((e) => e.seq)

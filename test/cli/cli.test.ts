@@ -13,6 +13,7 @@ import { childEnv } from '../../lib/env'
 import { startApiServer, type ApiServer } from '../helpers/api-server'
 import { TestCluster } from '../helpers/cluster'
 import { testDatabase, type TestDatabase } from '../helpers/db'
+import { gateHeld } from '../helpers/gate'
 
 let db: TestDatabase
 let c: TestCluster
@@ -58,7 +59,31 @@ outputs:
   result: { value: { get_attr: [b, output] } }
 `
 
-describe('kiln CLI', () => {
+/**
+ * `chain(value)` behind a gate (test/helpers/gate.ts): `a` waits for a wait condition that only a signal
+ * to gate_handle releases, so the update is still running when the next command arrives, however long
+ * a CLI process takes to start on a busy machine.
+ */
+const gatedChain = (value: string) => `heat_template_version: 2018-08-31
+resources:
+  gate_handle:
+    type: OS::Heat::WaitConditionHandle
+  gate:
+    type: OS::Heat::WaitCondition
+    properties: { handle: { get_resource: gate_handle }, timeout: 3600 }
+  a:
+    type: OS::Heat::TestResource
+    depends_on: gate
+    properties: { value: ${value} }
+  b:
+    type: OS::Heat::TestResource
+    properties: { value: { get_attr: [a, output] } }
+outputs:
+  result: { value: { get_attr: [b, output] } }
+`
+
+// Every CLI process starts TypeScript (seconds each on a busy machine): a test that runs several may take minutes.
+describe('kiln CLI', { timeout: 300_000 }, () => {
   test('create --wait follows the live stream to the end and prints the events', async () => {
     const r = await kiln(['stack', 'create', 'cli1', '-t', file('one.yaml', chain('one', 0.2)), '--wait'])
     expect(r.stderr).not.toContain('no live stream')
@@ -73,10 +98,19 @@ describe('kiln CLI', () => {
   })
 
   test('update while running supersedes; preview; events; export-graph; watch', async () => {
-    await kiln(['stack', 'update', 'cli1', '-t', file('two.yaml', chain('two', 1))])
-    const second = await kiln(['stack', 'update', 'cli1', '-t', file('three.yaml', chain('three', 0.2)), '--wait'])
+    // The first update waits at the gate. The second supersedes it: its a and b move at once, but its
+    // delete of the gate waits for the gate's row, which the first update's wait holds until the signal.
+    await kiln(['stack', 'update', 'cli1', '-t', file('two.yaml', gatedChain('two'))])
+    const id = (await api.call('GET', '/api/stacks/cli1')).body.stack.id as string
+    await gateHeld(c, id)
+    const first = (await c.stack(id)).currentTraversalId
+    const superseding = kiln(['stack', 'update', 'cli1', '-t', file('three.yaml', chain('three', 0.2)), '--wait'])
+    await c.waitFor(async () => (await c.stack(id)).currentTraversalId !== first, 60_000, 'the second update to start')
+    expect((await api.call('POST', `/api/stacks/${id}/resources/gate_handle/signal`, { body: {} })).status).toBe(200)
+    const second = await superseding
     expect(second.code).toBe(0)
     expect(second.stdout.trim().split('\n').at(-1)).toMatch(/^UPDATE_COMPLETE/)
+    expect((await c.db.pool.query('SELECT outcome FROM traversal WHERE id = $1', [first])).rows[0].outcome).toBe('SUPERSEDED')
     expect(JSON.parse((await kiln(['--json', 'stack', 'show', 'cli1'])).stdout).outputs.result.value).toBe('three')
 
     const prev = await kiln(['stack', 'preview', 'cli1', '-t', file('four.yaml', chain('four', 0))])
@@ -170,13 +204,14 @@ outputs:
     expect(d.stdout).toContain('-    properties: { value: p1, wait_secs: 0 }')
     expect(d.stdout).toContain('+    properties: { value: p3, wait_secs: 0 }')
     expect((await kiln(['stack', 'diff', 'cli-plan', 'current'])).stdout).toBe('No differences between current and current.\n')
-  }, 180_000) // fifteen CLI processes, each starting TypeScript
+  }, 300_000) // fifteen CLI processes, each starting TypeScript
 
   test('a FAILED operation exits 1; cancel --no-rollback; delete --wait', async () => {
     const failed = await kiln(['stack', 'create', 'cli2', '-t', file('bad.yaml', chain('x', 0.1, true)), '--wait'])
     expect(failed.code).toBe(1)
     expect(failed.stdout).toMatch(/CREATE_FAILED/)
-    await kiln(['stack', 'update', 'cli2', '-t', file('slow.yaml', chain('y', 2))])
+    // held at the gate (never signalled): the cancel always finds it running; the delete aborts the wait
+    await kiln(['stack', 'update', 'cli2', '-t', file('slow.yaml', gatedChain('y'))])
     const cancel = await kiln(['stack', 'cancel', 'cli2', '--no-rollback', '--wait'])
     expect(cancel.code).toBe(1) // cancelled without rollback: the update ends FAILED
     expect(cancel.stdout).toMatch(/UPDATE_FAILED/)

@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { testDatabase, type TestDatabase } from '../helpers/db'
 import { TestCluster } from '../helpers/cluster'
+import { gateHeld, gateResources, openGate } from '../helpers/gate'
 
 let db: TestDatabase
 let c: TestCluster
@@ -47,11 +48,20 @@ function layered(layers: number, width: number, value: string, wait: number): st
   return JSON.stringify({ heat_template_version: '2018-08-31', resources })
 }
 
-function files(n: number, content: string, wait: number, prefix: string): string {
-  const resources: Record<string, unknown> = {}
+/** `template` (JSON) with a gate (test/helpers/gate.ts) named `name`, after `after` when given. */
+function withGate(template: string, count: number, o: { name?: string; after?: string } = {}): string {
+  const t = JSON.parse(template) as { resources: Record<string, Record<string, unknown>> }
+  const gate = gateResources(o.name, count) as Record<string, Record<string, unknown>>
+  if (o.after) gate[o.name ?? 'gate']!.depends_on = [o.after]
+  return JSON.stringify({ ...t, resources: { ...t.resources, ...gate } })
+}
+
+/** Files f<i>, each followed by a wait condition w<i>; all of them wait at one handle (gate_handle) until the test signals it. */
+function files(n: number, content: string, prefix: string): string {
+  const resources: Record<string, unknown> = { gate_handle: { type: 'OS::Heat::WaitConditionHandle' } }
   for (let i = 0; i < n; i++) {
     resources[`f${i}`] = { type: 'Kiln::File', properties: { path: `${prefix}/f${i}.txt`, content: `${content}-${i}` } }
-    resources[`w${i}`] = { type: 'OS::Heat::TestResource', properties: { value: 'x', wait_secs: wait }, depends_on: [`f${i}`] }
+    resources[`w${i}`] = { type: 'OS::Heat::WaitCondition', properties: { handle: { get_resource: 'gate_handle' }, count: 1, timeout: 3600 }, depends_on: [`f${i}`] }
   }
   return JSON.stringify({ heat_template_version: '2018-08-31', resources })
 }
@@ -78,23 +88,29 @@ describe('several worker processes', () => {
   })
 
   test('updates submitted mid-traversal, again and again, end at the last template with no needless replacement', async () => {
-    // Actions of 0.25 s against updates 85–210 ms apart: every update lands while some
-    // row is locked, even when a loaded machine delays the workers (0.1 s did not, once).
-    const res = await c.services.create(c.actor, { name: 'overlap', template: chain(6, 'v0', 0.25) })
+    // The chain's actions of 0.25 s against updates 85–210 ms apart overlap however the machine
+    // schedules them. Beside the chain, a gate's row is held by the create's wait until the test
+    // signals it, so every update's `hold` node finds that row locked (blocked), and the newest is
+    // retriggered when the signal lets it go: that much never depends on timing. Each update raises
+    // the gate's count, so the newest update's own wait needs one signal per traversal.
+    const res = await c.services.create(c.actor, { name: 'overlap', template: withGate(chain(6, 'v0', 0.25), 1, { name: 'hold' }) })
+    await gateHeld(c, res.stack.id, 'hold')
     let last = 'v0'
     for (let k = 1; k <= 6; k++) {
+      // Timer reason: spreads the updates over the chain's actions (the overlap itself is not asserted).
       await new Promise((r) => setTimeout(r, 60 + k * 25))
       last = `v${k}`
-      await c.services.update(c.actor, res.stack.id, { template: chain(6, last, 0.25) })
+      await c.services.update(c.actor, res.stack.id, { template: withGate(chain(6, last, 0.25), k + 1, { name: 'hold' }) })
     }
+    for (let k = 0; k <= 6; k++) await openGate(c, res.stack.id, 'hold')
     expect(await c.settle(res.stack.id)).toBe('UPDATE_COMPLETE')
     const rows = await c.rows(res.stack.id)
-    expect(visibleValues(rows)).toEqual(Object.fromEntries([...Array(6).keys()].map((i) => [`r${i}`, `${last}-${i}`])))
+    const chainRows = rows.filter((r) => r.name.startsWith('r'))
+    expect(visibleValues(chainRows)).toEqual(Object.fromEntries([...Array(6).keys()].map((i) => [`r${i}`, `${last}-${i}`])))
     // value is update_allowed: nothing was replaced, one row per resource.
-    expect(rows.filter((r) => r.action !== 'DELETE')).toHaveLength(6)
-    expect(rows.every((r) => r.name.startsWith('r'))).toBe(true)
+    expect(rows.filter((r) => r.action !== 'DELETE').map((r) => r.name).sort()).toEqual(['hold', 'hold_handle', 'r0', 'r1', 'r2', 'r3', 'r4', 'r5'])
     await expectNoLocks(res.stack.id)
-    // Some node of a newer traversal must have found its row locked by an older one and been retriggered.
+    // A node of a newer traversal found its row locked by an older one and was retriggered.
     const { rows: ev } = await c.db.pool.query(`SELECT count(*) FILTER (WHERE data->>'state' = 'BLOCKED')::int AS blocked, count(*) FILTER (WHERE (data->>'retriggered')::boolean)::int AS retriggered FROM event WHERE stack_id = $1`, [res.stack.id])
     expect(ev[0].blocked).toBeGreaterThan(0)
     expect(ev[0].retriggered).toBeGreaterThan(0)
@@ -192,37 +208,66 @@ describe('several worker processes', () => {
   })
 
   test('cancel without rollback stops scheduling; in-flight resources finish; the stack is FAILED', async () => {
-    const res = await c.services.create(c.actor, { name: 'cancel-plain', template: chain(5, 'a', 0.3) })
-    await new Promise((r) => setTimeout(r, 450))
+    // The chain starts behind a gate: the cancel comes while the gate's wait is in flight and r0.. wait for it.
+    const template = JSON.parse(withGate(chain(5, 'a', 0), 1)) as { resources: Record<string, Record<string, unknown>> }
+    template.resources.r0!.depends_on = ['gate']
+    const res = await c.services.create(c.actor, { name: 'cancel-plain', template: JSON.stringify(template) })
+    await gateHeld(c, res.stack.id)
     await c.services.cancel(c.actor, res.stack.id, { rollback: false })
     expect(await c.settle(res.stack.id)).toBe('CREATE_FAILED')
     expect((await c.stack(res.stack.id)).statusReason).toMatch(/cancelled/)
-    await c.waitFor(async () => (await c.rows(res.stack.id)).every((r) => r.engine_id === null), 10_000, 'in-flight to finish')
-    const created = (await c.rows(res.stack.id)).filter((r) => r.action === 'CREATE' && r.status === 'COMPLETE')
-    expect(created.length).toBeGreaterThan(0)
-    expect(created.length).toBeLessThan(5)
+    // the in-flight wait goes on after the cancel, and finishes once signalled
+    expect((await c.rows(res.stack.id)).filter((r) => r.engine_id !== null).map((r) => r.name)).toEqual(['gate'])
+    await openGate(c, res.stack.id)
+    await c.waitFor(async () => (await c.rows(res.stack.id)).every((r) => r.engine_id === null), 30_000, 'in-flight to finish')
+    const rows = await c.rows(res.stack.id)
+    // what was in flight finished; nothing after it was scheduled
+    expect(rows.filter((r) => r.action === 'CREATE' && r.status === 'COMPLETE').map((r) => r.name).sort()).toEqual(['gate', 'gate_handle'])
   })
 
   test('cancel with rollback returns to the last good template', async () => {
-    const res = await c.services.create(c.actor, { name: 'cancel-rb', template: chain(4, 'good', 0.02) })
+    // A gate after the chain: the update's wait (a second signal) holds it in progress once every row is bad.
+    const res = await c.services.create(c.actor, { name: 'cancel-rb', template: withGate(chain(4, 'good', 0.02), 1, { after: 'r3' }) })
+    await gateHeld(c, res.stack.id)
+    await openGate(c, res.stack.id)
     expect(await c.settle(res.stack.id)).toBe('CREATE_COMPLETE')
-    await c.services.update(c.actor, res.stack.id, { template: chain(4, 'bad', 0.3) })
-    await new Promise((r) => setTimeout(r, 400))
+    await c.services.update(c.actor, res.stack.id, { template: withGate(chain(4, 'bad', 0.02), 2, { after: 'r3' }) })
+    await gateHeld(c, res.stack.id)
+    const chainValues = async () => visibleValues((await c.rows(res.stack.id)).filter((r) => r.name.startsWith('r')))
+    expect(await chainValues()).toEqual({ r0: 'bad-0', r1: 'bad-1', r2: 'bad-2', r3: 'bad-3' })
     await c.services.cancel(c.actor, res.stack.id, { rollback: true })
+    // The rollback puts the chain back and then waits for the gate's row, which the cancelled update's
+    // wait still holds; the signal lets that wait finish.
+    await c.waitFor(async () => (await c.stack(res.stack.id)).action === 'ROLLBACK', 30_000, 'the rollback to start')
+    await openGate(c, res.stack.id)
     expect(await c.settle(res.stack.id)).toBe('ROLLBACK_COMPLETE')
-    expect(visibleValues(await c.rows(res.stack.id))).toEqual({ r0: 'good-0', r1: 'good-1', r2: 'good-2', r3: 'good-3' })
+    expect(await chainValues()).toEqual({ r0: 'good-0', r1: 'good-1', r2: 'good-2', r3: 'good-3' })
     await expectNoLocks(res.stack.id)
   })
 
   test('delete during an update aborts the in-flight action and removes everything', async () => {
     const res = await c.services.create(c.actor, { name: 'del-during', template: chain(2, 'a', 0.02) })
     expect(await c.settle(res.stack.id)).toBe('CREATE_COMPLETE')
-    await c.services.update(c.actor, res.stack.id, { template: chain(2, 'b', 30) }) // would take a minute
-    await c.waitFor(async () => (await c.rows(res.stack.id)).some((r) => r.engine_id !== null), 10_000, 'an action to start')
-    const started = Date.now()
+    // An hour-long action: the delete can only complete within the test by aborting it.
+    await c.services.update(c.actor, res.stack.id, { template: chain(2, 'b', 3600) })
+    await c.waitFor(async () => (await c.rows(res.stack.id)).some((r) => r.engine_id !== null), 30_000, 'an action to start')
     await c.services.delete(c.actor, res.stack.id)
-    expect(await c.settle(res.stack.id, 20_000)).toBe('DELETE_COMPLETE')
-    expect(Date.now() - started, 'the 30 s action was aborted').toBeLessThan(10_000)
+    expect(await c.settle(res.stack.id, 60_000)).toBe('DELETE_COMPLETE')
+    expect(await c.rows(res.stack.id)).toEqual([])
+  })
+
+  test('delete after a cancel without rollback aborts the action the cancel left running', async () => {
+    // The cancelled update leaves the stack with no current traversal, and its in-flight wait (never
+    // signalled) still holds the gate's row: the delete can only complete by aborting that wait.
+    const template = JSON.parse(withGate(chain(2, 'a', 0), 1)) as { resources: Record<string, Record<string, unknown>> }
+    template.resources.r0!.depends_on = ['gate']
+    const res = await c.services.create(c.actor, { name: 'del-after-cancel', template: JSON.stringify(template) })
+    await gateHeld(c, res.stack.id)
+    await c.services.cancel(c.actor, res.stack.id, { rollback: false })
+    expect(await c.settle(res.stack.id)).toBe('CREATE_FAILED')
+    expect((await c.stack(res.stack.id)).currentTraversalId).toBeNull()
+    await c.services.delete(c.actor, res.stack.id)
+    expect(await c.settle(res.stack.id, 30_000)).toBe('DELETE_COMPLETE')
     expect(await c.rows(res.stack.id)).toEqual([])
   })
 
@@ -243,8 +288,9 @@ describe('several worker processes', () => {
 describe('a worker killed while it holds locks', () => {
   test('SIGKILL mid-action: the lease runs out, the lock is broken, the traversal converges, no file is duplicated or leaked', async () => {
     const n = 4
-    const res = await c.services.create(c.actor, { name: 'killme', template: files(n, 'one', 1.5, 'killme') })
-    // Wait until some worker holds a lock, then kill exactly that worker.
+    const res = await c.services.create(c.actor, { name: 'killme', template: files(n, 'one', 'killme') })
+    // Wait until some worker holds a lock (a wait condition waiting for the test's signal), then kill
+    // exactly that worker: it still holds the lock when it dies, however long that took.
     let holder: string | null = null
     await c.waitFor(
       async () => {
@@ -259,6 +305,8 @@ describe('a worker killed while it holds locks', () => {
     expect(victim, 'the lock holder is one of our workers').toBeDefined()
     victim!.proc.kill('SIGKILL')
     c.spawnWorker() // keep three alive, as a supervisor would
+    // Now the waits may end: the living workers' at once, the dead one's after its lock is broken and its node run again.
+    await openGate(c, res.stack.id)
     expect(await c.settle(res.stack.id, 60_000)).toBe('CREATE_COMPLETE')
     const { rows: broken } = await c.db.pool.query(`SELECT count(*)::int AS n FROM event WHERE stack_id = $1 AND kind = 'lock' AND data->>'lock' = 'broken'`, [res.stack.id])
     expect(broken[0].n).toBeGreaterThan(0)

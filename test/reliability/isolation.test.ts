@@ -461,7 +461,9 @@ describe('Socket.IO', () => {
     expect((await api.call('PUT', `/api/stacks/${target.id}`, { body: { template: TEMPLATE('changed') } })).status).toBe(202)
     expect(await c.settle(target.id)).toBe('UPDATE_COMPLETE')
     await c.waitFor(async () => JSON.stringify(seen).includes('UPDATE'), 10_000, "A's watcher to get the update events")
-    await new Promise((r) => setTimeout(r, 300))
+    // A round trip on B's socket: anything the server sent B before it answers has arrived by then
+    // (one socket's messages keep their order), however long the delivery took.
+    await new Promise<void>((resolve) => s.emit('stack:subscribe', bStackId, () => resolve()))
     expect(got.filter((g) => g.includes(target.id) || g.includes(target.name))).toEqual([])
     s.close()
     watcher.close()

@@ -32,25 +32,56 @@ import { benchTemplate } from '../../bench/shapes'
 const chromiumPath = findChromium()
 const SHOTS = path.join('test-results', 'ui')
 
-const chain = (o: { value: string; create?: number; update?: number; subnetKey?: string }) => `heat_template_version: 2021-04-16
+/**
+ * network waits at a gate: an OS::Heat::WaitCondition, whose create or update holds until its
+ * handle has received `count` SUCCESS signals, which the test sends (releaseGate) once it has seen
+ * what it came to see. Nothing here lasts for a time: a state the test looks at ("network running",
+ * "network blocked") lasts until the test lets it go, however slow the machine. Signals are kept,
+ * so an update that raises `count` holds network running again and one that keeps it leaves network
+ * alone; a new `timeout` replaces network (it cannot be updated in place), and the replacement's
+ * create waits at the same gate. subnet and server take the signals' data (network's `data`) as
+ * their value.
+ */
+const chain = (o: { value: string; count: number; timeout?: number }) => `heat_template_version: 2021-04-16
+description: UI test chain, network ${o.value}-net
+resources:
+  gate:
+    type: OS::Heat::WaitConditionHandle
+  network:
+    type: OS::Heat::WaitCondition
+    properties:
+      handle: { get_resource: gate }
+      count: ${o.count}
+      timeout: ${o.timeout ?? 3600}
+  subnet:
+    type: OS::Heat::TestResource
+    properties:
+      value: { get_attr: [network, data] }
+  server:
+    type: OS::Heat::TestResource
+    properties:
+      value: { get_attr: [subnet, output] }
+outputs:
+  server_value:
+    value: { get_attr: [server, output] }
+`
+
+/** A chain with nothing to wait for, for tests that only look at settled stacks. */
+const plainChain = (value: string) => `heat_template_version: 2021-04-16
 description: UI test chain
 resources:
   network:
     type: OS::Heat::TestResource
     properties:
-      value: ${o.value}-net
-      action_wait_secs: { create: ${o.create ?? 0}, update: ${o.update ?? 0} }
+      value: ${value}-net
   subnet:
     type: OS::Heat::TestResource
     properties:
       value: { get_attr: [network, output] }
-      update_replace_value: ${o.subnetKey ?? 'k1'}
-      action_wait_secs: { create: ${o.create ?? 0}, update: ${o.update ?? 0} }
   server:
     type: OS::Heat::TestResource
     properties:
       value: { get_attr: [subnet, output] }
-      action_wait_secs: { create: ${o.create ?? 0}, update: ${o.update ?? 0} }
 outputs:
   server_value:
     value: { get_attr: [server, output] }
@@ -137,6 +168,16 @@ describe.runIf(chromiumPath !== null || env().KILN_REQUIRE_BROWSER)('UI in Chrom
   const focusedName = () => page.evaluate(() => { const el = document.activeElement as HTMLElement | null; return el ? (el.getAttribute('aria-label') ?? el.innerText ?? '').trim() : null })
   const drawn = async () => JSON.parse((await page.getByTestId('graph').getAttribute('data-drawn')) ?? '{}')
 
+  /** One more SUCCESS signal to network's gate (the web-chain stack's); `value` goes into network's `data`. */
+  async function releaseGate(value: string) {
+    const res = await fetch(`${web.url}/api/stacks/${stackId}/resources/gate/signal`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-auth-token': a.token },
+      body: JSON.stringify({ id: value, data: `${value}-net` }),
+    })
+    expect(res.status, await res.text()).toBe(200)
+  }
+
   async function waitStatus(text: string | RegExp, timeout = 30_000) {
     try {
       await expect.poll(() => status().innerText(), { timeout }).toMatch(text)
@@ -186,7 +227,7 @@ describe.runIf(chromiumPath !== null || env().KILN_REQUIRE_BROWSER)('UI in Chrom
 
   test('a template error is shown at its line and column, and nothing is created', async () => {
     await page.goto('/stacks/new')
-    const bad = chain({ value: 'x' }).replace('value: { get_attr: [subnet, output] }', 'value: { get_attr: [subnett, output] }')
+    const bad = chain({ value: 'x', count: 1 }).replace('value: { get_attr: [subnet, output] }', 'value: { get_attr: [subnett, output] }')
     const line = bad.split('\n').findIndex((l) => l.includes('subnett')) + 1
     await setTemplate(bad)
     const issues = page.getByTestId('template-issues')
@@ -205,17 +246,20 @@ describe.runIf(chromiumPath !== null || env().KILN_REQUIRE_BROWSER)('UI in Chrom
   })
 
   test('create a stack from the editor and watch its nodes go running -> complete', async () => {
-    await setTemplate(chain({ value: 'v1', create: 1 }))
+    await setTemplate(chain({ value: 'v1', count: 1 }))
     await page.getByLabel('stack name').fill('web-chain')
     await page.getByRole('button', { name: 'Create stack' }).click()
     await page.waitForURL(/\/stacks\/[0-9a-f-]{36}$/)
     stackId = page.url().split('/').at(-1)!
-    await row('network', '[data-state="running"]').waitFor({ timeout: 15_000 })
-    await row('subnet', '[data-state="running"]').waitFor({ timeout: 15_000 })
+    // network waits at its gate until the test signals: running, and the nodes after it not started
+    await row('network', '[data-state="running"]').waitFor({ timeout: 60_000 })
+    await waitStatus('CREATE_IN_PROGRESS')
+    await expect.poll(drawn).toEqual({ complete: 1, running: 1, 'not-started': 2 })
     await shot('03-create-running')
+    await releaseGate('v1')
     await waitStatus('CREATE_COMPLETE')
-    for (const n of ['network', 'subnet', 'server']) await row(n, '[data-state="complete"]').waitFor({ timeout: 10_000 })
-    await expect.poll(drawn).toEqual({ complete: 3 })
+    for (const n of ['gate', 'network', 'subnet', 'server']) await row(n, '[data-state="complete"]').waitFor({ timeout: 10_000 })
+    await expect.poll(drawn).toEqual({ complete: 4 })
     // the graph drew every node, laid out once
     expect(Number(await page.getByTestId('graph').getAttribute('data-layout-ms'))).toBeGreaterThanOrEqual(0)
     await accessible('stack page')
@@ -225,37 +269,40 @@ describe.runIf(chromiumPath !== null || env().KILN_REQUIRE_BROWSER)('UI in Chrom
     expect(await page.getByTestId('replay-time').innerText()).toMatch(/^\+0\.0 s of/)
     await page.getByLabel('replay speed').selectOption('30')
     await page.getByRole('button', { name: 'play the replay' }).click()
-    await expect.poll(() => page.locator('[role="row"][data-state="complete"]').count(), { timeout: 20_000 }).toBe(3)
+    await expect.poll(() => page.locator('[role="row"][data-state="complete"]').count(), { timeout: 20_000 }).toBe(4)
     await expect.poll(() => page.getByRole('button', { name: 'play the replay' }).count()).toBe(1)
     await page.getByRole('button', { name: /Back to live|Show the end/ }).click()
     await expect.poll(() => page.getByTestId('replay-time').innerText()).toMatch(/end|live/)
-    await expect.poll(() => page.locator('[role="row"][data-state="complete"]').count()).toBe(3)
+    await expect.poll(() => page.locator('[role="row"][data-state="complete"]').count()).toBe(4)
     await page.getByRole('tab', { name: 'Outputs' }).click()
     await expect.poll(() => page.getByTestId('outputs').innerText()).toMatch(/v1-net/)
   })
 
   test('an update submitted while one runs supersedes it: a node is shown blocked, then retriggered', async () => {
     await page.reload()
-    await setTemplate(chain({ value: 'v2', update: 3 }))
+    // count 2: network's update waits at the gate for a second signal, holding its row
+    await setTemplate(chain({ value: 'v2', count: 2 }))
     await page.getByRole('button', { name: 'Submit update' }).click()
-    await row('network', '[data-state="running"]').waitFor({ timeout: 15_000 })
+    await row('network', '[data-state="running"]').waitFor({ timeout: 60_000 })
     await expect.poll(() => page.getByTestId('supersede-note').innerText()).toMatch(/supersedes/)
-    await setTemplate(chain({ value: 'v3', update: 1 }))
+    // the superseding update finds network's row still held: blocked until the test signals
+    await setTemplate(chain({ value: 'v3', count: 2 }))
     await page.getByRole('button', { name: 'Submit (supersede)' }).click()
     await expect.poll(() => page.getByTestId('message').innerText()).toMatch(/superseded traversal/)
-    await row('network', '[data-state="blocked"]').waitFor({ timeout: 15_000 })
+    await row('network', '[data-state="blocked"]').waitFor({ timeout: 60_000 })
     // the supersede banner names the older traversal and lists the blocked row
     const banner = page.getByTestId('supersede-banner')
     await expect.poll(() => banner.innerText()).toMatch(/1 row blocked by traversal \S+ \(update started by /)
     expect(await banner.getByRole('button', { name: 'network' }).count()).toBe(1)
     await shot('04-blocked')
-    await expect.poll(() => row('network').locator('.notes').innerText(), { timeout: 20_000 }).toMatch(/retriggered/)
+    await releaseGate('v2')
+    await expect.poll(() => row('network').locator('.notes').innerText(), { timeout: 60_000 }).toMatch(/retriggered/)
     await shot('05-retriggered')
     await waitStatus('UPDATE_COMPLETE', 40_000)
     expect(await row('network').locator('.notes').innerText()).toMatch(/was blocked/)
     // never needlessly replaced: still one row per resource
     const { rows } = await c.db.pool.query(`SELECT name, count(*)::int AS n FROM resource WHERE stack_id = $1 AND NOT (action = 'DELETE' AND status = 'COMPLETE') GROUP BY name`, [stackId])
-    expect(Object.fromEntries(rows.map((r) => [r.name, r.n]))).toEqual({ network: 1, subnet: 1, server: 1 })
+    expect(Object.fromEntries(rows.map((r) => [r.name, r.n]))).toEqual({ gate: 1, network: 1, subnet: 1, server: 1 })
   })
 
   test('the superseded traversal opens by deep link, at a moment, with a node inspected', async () => {
@@ -268,7 +315,7 @@ describe.runIf(chromiumPath !== null || env().KILN_REQUIRE_BROWSER)('UI in Chrom
     await expect.poll(() => page.getByTestId('node-panel').locator('h2').innerText()).toMatch(/network/)
     expect(await page.getByTestId('replay-time').innerText()).toMatch(/^\+0\.5 s/)
     await page.getByRole('tab', { name: 'Template' }).click()
-    await expect.poll(() => page.getByTestId('traversal-template').innerText()).toMatch(/v2-net/)
+    await expect.poll(() => page.getByTestId('traversal-template').innerText()).toMatch(/network v2-net/)
     await shot('11-superseded-deep-link')
     await accessible('a superseded traversal with the node panel open')
     // Escape closes the panel; the address keeps the moment, drops the node
@@ -279,39 +326,48 @@ describe.runIf(chromiumPath !== null || env().KILN_REQUIRE_BROWSER)('UI in Chrom
   })
 
   test('preview an update that replaces a resource, submit it, and see the replacement on the graph', async () => {
-    await setTemplate(chain({ value: 'v4', update: 0.5, subnetKey: 'k2' }))
+    // A new timeout replaces network; the replacement's create waits at the gate for a third signal,
+    // so the old row stays "replaced" (its dependents have not moved yet) until the test signals.
+    await setTemplate(chain({ value: 'v4', count: 3, timeout: 1800 }))
     await page.getByRole('button', { name: 'Preview' }).click()
     const pv = page.getByTestId('preview')
-    await expect.poll(() => pv.locator('[data-preview="subnet"]').getAttribute('data-action')).toBe('replace')
+    await expect.poll(() => pv.locator('[data-preview="network"]').getAttribute('data-action')).toBe('replace')
     await shot('06-preview-replace')
     await page.getByRole('button', { name: 'Submit update' }).click()
-    await row('subnet', '[data-state="replaced"]').waitFor({ timeout: 20_000 })
-    await expect.poll(() => row('subnet').count()).toBe(2)
-    await waitStatus('UPDATE_COMPLETE', 30_000)
-    await expect.poll(async () => (await row('subnet').locator('.notes').allInnerTexts()).join('|'), { timeout: 10_000 }).toMatch(/replaces #\d+/)
+    await row('network', '[data-state="replaced"]').waitFor({ timeout: 60_000 })
+    await row('network', '[data-state="running"]').waitFor({ timeout: 60_000 })
+    expect(await row('network').count()).toBe(2)
+    await releaseGate('v4')
+    await waitStatus('UPDATE_COMPLETE', 60_000)
+    await expect.poll(async () => (await row('network').locator('.notes').allInnerTexts()).join('|'), { timeout: 10_000 }).toMatch(/replaces #\d+/)
     await shot('07-replaced')
   })
 
   test('cancel with rollback, then cancel without rollback', async () => {
-    await setTemplate(chain({ value: 'v5', update: 4, subnetKey: 'k2' }))
+    // count 4: network's update waits at the gate for a fourth signal
+    await setTemplate(chain({ value: 'v5', count: 4, timeout: 1800 }))
     await page.getByRole('button', { name: 'Submit update' }).click()
-    await row('network', '[data-state="running"]').waitFor({ timeout: 15_000 })
+    await row('network', '[data-state="running"]').waitFor({ timeout: 60_000 })
     await page.getByRole('button', { name: 'Cancel…' }).click()
     await page.getByRole('button', { name: 'Cancel and roll back' }).click()
-    await waitStatus('ROLLBACK_COMPLETE', 45_000)
+    // The rollback waits for network's row, which the cancelled update's wait still holds; the signal
+    // lets that wait finish, and the rollback goes on.
+    await waitStatus('ROLLBACK_IN_PROGRESS')
+    await releaseGate('v5')
+    await waitStatus('ROLLBACK_COMPLETE', 60_000)
     // The rollback changed the template under the open editor: the page says so before anything is submitted.
     await page.getByTestId('template-changed').waitFor({ timeout: 15_000 })
     await page.getByRole('button', { name: 'Keep my edit' }).click()
 
-    // Keyboard only from here: submit, cancel, inspect. network's 15 s update holds the traversal
-    // at its first row while the keyboard gets to Cancel (the gate: it is cancelled, never waited out).
-    await setTemplate(chain({ value: 'v6', update: 15, subnetKey: 'k2' }))
+    // Keyboard only from here: submit, cancel, inspect. network's update waits at the gate (count 5)
+    // for as long as the keyboard takes to get to Cancel; the test signals only after the cancel.
+    await setTemplate(chain({ value: 'v6', count: 5, timeout: 1800 }))
     await tabTo('Submit update')
     await page.keyboard.press('Enter')
     // after Submit, focus lands on the result
     await expect.poll(focusedTestId).toBe('message')
     expect(await page.getByTestId('message').innerText()).toMatch(/Update submitted/)
-    await row('network', '[data-state="running"]').waitFor({ timeout: 15_000 })
+    await row('network', '[data-state="running"]').waitFor({ timeout: 60_000 })
     const cancelled = (await c.stack(stackId)).currentTraversalId
     await tabTo('Cancel…')
     await page.keyboard.press('Enter')
@@ -330,10 +386,13 @@ describe.runIf(chromiumPath !== null || env().KILN_REQUIRE_BROWSER)('UI in Chrom
     // cancelled reads as cancelled, not as a failure
     await waitStatus('UPDATE_CANCELLED', 30_000)
     expect(await page.getByTestId('status-reason').innerText()).toMatch(/cancel/i)
-    // The graph stays: the rows that never started are skipped; the running one goes on and finishes.
+    // The graph stays: the rows that never started are skipped; the running one goes on (still at its
+    // gate) and finishes once signalled.
     expect(await page.getByTestId('graph').getAttribute('data-traversal')).toBe(cancelled)
-    await expect.poll(async () => (await drawn()).skipped).toBe(2)
-    await expect.poll(drawn, { timeout: 40_000 }).toEqual({ complete: 1, skipped: 2 })
+    await expect.poll(drawn).toEqual({ complete: 1, running: 1, skipped: 2 })
+    expect(await row('network').getAttribute('data-state')).toBe('running')
+    await releaseGate('v6')
+    await expect.poll(drawn, { timeout: 60_000 }).toEqual({ complete: 2, skipped: 2 })
     await row('network', '[data-state="complete"]').waitFor()
     for (const n of ['subnet', 'server']) await row(n, '[data-state="skipped"]').waitFor()
     expect(await page.getByTestId('replay').count()).toBe(1)
@@ -393,7 +452,7 @@ describe.runIf(chromiumPath !== null || env().KILN_REQUIRE_BROWSER)('UI in Chrom
   })
 
   test('two sessions edit the same stack: the second learns the template changed, its Submit gets the conflict view and overwrites nothing', async () => {
-    const res = await fetch(`${web.url}/api/stacks`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-auth-token': a.token }, body: JSON.stringify({ name: 'two-editors', template: chain({ value: 'base' }) }) })
+    const res = await fetch(`${web.url}/api/stacks`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-auth-token': a.token }, body: JSON.stringify({ name: 'two-editors', template: plainChain('base') }) })
     expect(res.status).toBe(201)
     const id = (await res.json()).stack.id as string
     expect(await c.settle(id)).toBe('CREATE_COMPLETE')
@@ -420,8 +479,8 @@ describe.runIf(chromiumPath !== null || env().KILN_REQUIRE_BROWSER)('UI in Chrom
     }
     const traversals = async () => (await c.db.pool.query('SELECT count(*)::int AS n FROM traversal WHERE stack_id = $1', [id])).rows[0].n as number
 
-    await edit(alice.p, chain({ value: 'alice' }))
-    await edit(bob.p, chain({ value: 'bob' }))
+    await edit(alice.p, plainChain('alice'))
+    await edit(bob.p, plainChain('bob'))
     await alice.p.getByRole('button', { name: 'Submit update' }).click()
     await expect.poll(() => alice.p.getByTestId('message').innerText()).toMatch(/Update submitted/)
     expect(await c.settle(id)).toBe('UPDATE_COMPLETE')

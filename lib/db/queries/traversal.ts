@@ -167,7 +167,9 @@ async function startInTransaction(client: pg.PoolClient, input: StartTraversalIn
     successors.push(n.update ? null : JSON.stringify((index.requiredBy.get(n.id) ?? []).map(parseNodeId).map((k) => [k.rid, k.update])))
   }
   const leafKeys = index.leaves.map(parseNodeId)
-  const abort = input.abortInFlight && superseded
+  // Not only a superseded traversal's actions: a cancel without rollback leaves the stack with no
+  // current traversal while its in-flight actions go on, and a delete stops those too.
+  const abort = input.abortInFlight
     ? JSON.stringify({ stack_id: input.stackId, traversal_id: traversalId, mode: 'others', reason: `stack ${input.action.toLowerCase()} requested` })
     : superseded && input.preempt?.length ? await preemptNotice(client, input.stackId, traversalId, superseded, input.preempt) : null
   // Everything else in one round trip (lib/db/functions/15_open_traversal.sql).
