@@ -92,15 +92,21 @@ export function TemplatePanel({ stackId, stack, running, disabled, busy, run, on
       {running && <p className="note" data-testid="supersede-note">A traversal is running. Submitting now <strong>supersedes</strong> it: rows it still holds are handed over (retriggered) when their worker finishes, never replaced needlessly.</p>}
       <fieldset className="submit-options">
         <legend className="sr-only">update options</legend>
-        <label>
-          <input type="checkbox" checked={converge} onChange={(e) => setConverge(e.target.checked)} aria-describedby={`${ids}-converge`} data-testid="converge" />
-          <span>Converge (bring back drifted resources)<small id={`${ids}-converge`}>Looks at every resource and rewrites what was changed or deleted outside Kiln, even where the template did not change.</small></span>
-        </label>
-        {running && (
+        <div>
           <label>
-            <input type="checkbox" checked={preempt} onChange={(e) => setPreempt(e.target.checked)} aria-describedby={`${ids}-preempt`} data-testid="preempt" />
-            <span>Preempt the running update<small id={`${ids}-preempt`}>Aborts its in-flight actions on the resources this update changes, instead of waiting for them to finish.</small></span>
+            <input type="checkbox" checked={converge} onChange={(e) => setConverge(e.target.checked)} aria-describedby={`${ids}-converge`} data-testid="converge" />
+            Converge (bring back drifted resources)
           </label>
+          <small id={`${ids}-converge`}>Looks at every resource and rewrites what was changed or deleted outside Kiln, even where the template did not change.</small>
+        </div>
+        {running && (
+          <div>
+            <label>
+              <input type="checkbox" checked={preempt} onChange={(e) => setPreempt(e.target.checked)} aria-describedby={`${ids}-preempt`} data-testid="preempt" />
+              Preempt the running update
+            </label>
+            <small id={`${ids}-preempt`}>Aborts its in-flight actions on the resources this update changes, instead of waiting for them to finish.</small>
+          </div>
         )}
       </fieldset>
       <div className="actions">

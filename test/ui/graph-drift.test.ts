@@ -6,6 +6,7 @@
  * check can no longer be current.
  */
 import { describe, expect, test } from 'vitest'
+import { describeEvent } from '../../lib/ui/event-text'
 import { applyMarks, driftCounts, driftMayBeCurrent, driftOfEvent, endsMarks, marksOfListing } from '../../lib/ui/drift'
 import { applyEvents, initialModel, type EventRow, type GraphElements } from '../../lib/ui/graph-model'
 import { Replay } from '../../lib/ui/replay'
@@ -60,6 +61,12 @@ describe('drift marks', () => {
     expect([...r.model.nodes.values()].map((n) => n.drift?.state ?? null)).toEqual(['MODIFIED', null, null])
     r.seek(Date.parse(at(6)))
     expect([...r.model.nodes.values()].map((n) => n.drift?.state ?? null)).toEqual(['MODIFIED', 'IN_SYNC', null])
+  })
+
+  test('a drift node\'s event reads as what the check found', () => {
+    seq = 0
+    expect(describeEvent({ ...checked(1, 'MODIFIED', ['content']), reason: 'modified outside Kiln: content' })).toBe('drift check: modified outside Kiln: content')
+    expect(describeEvent({ ...checked(3, 'IN_SYNC'), reason: 'in sync' })).toBe('drift check: in sync')
   })
 
   test('events without a finding, or with an unknown one, mark nothing', () => {
