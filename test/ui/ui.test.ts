@@ -352,7 +352,7 @@ describe.runIf(chromiumPath !== null || env().KILN_REQUIRE_BROWSER)('UI in Chrom
   })
 
   test('check, then roll back, from the buttons', async () => {
-    await page.getByRole('button', { name: 'Check' }).click()
+    await page.getByRole('button', { name: 'Check', exact: true }).click()
     await waitStatus('CHECK_COMPLETE', 30_000)
     await page.getByRole('button', { name: 'Rollback' }).click()
     await waitStatus('ROLLBACK_COMPLETE', 45_000)
@@ -632,6 +632,17 @@ ${gated ? `  handle:
     await expect.poll(() => page.locator('[role="row"][data-resource]').count()).toBe(2)
     await shot('17-drift-marked')
     await accessible('stack page with a drifted node')
+    // A stack check (it fails on the drifted file) leaves the finding current: the marks stay on its traversal,
+    // and after a reload they come from the resource listing.
+    const drift = page.getByTestId('graph').getAttribute('data-traversal')
+    await page.getByRole('button', { name: 'Check', exact: true }).click()
+    await waitStatus('CHECK_FAILED')
+    await expect.poll(() => page.getByTestId('graph').getAttribute('data-traversal')).not.toBe(await drift)
+    await row('conf', '[data-state="failed"]').waitFor()
+    expect(await page.getByTestId('graph').getAttribute('data-drifted')).toBe(JSON.stringify({ conf: 'modified' }))
+    await page.reload()
+    await row('conf', '[data-drift="MODIFIED"]').waitFor()
+    await expect.poll(() => page.getByTestId('graph').getAttribute('data-drifted')).toBe(JSON.stringify({ conf: 'modified' }))
 
     // The panel: property, stored, seen.
     await row('conf').getByRole('button', { name: /^inspect conf/ }).click()
