@@ -630,8 +630,12 @@ ${gated ? `  handle:
     await expect.poll(() => page.locator('[role="row"][data-resource]').count()).toBe(1)
     await page.getByRole('button', { name: 'drifted', exact: true }).click()
     await expect.poll(() => page.locator('[role="row"][data-resource]').count()).toBe(2)
+    // the legend explains both marks
+    await page.getByText('Legend', { exact: true }).click()
+    expect(await page.locator('.legend').innerText()).toMatch(/≠\s*drifted[\s\S]*⊘\s*gone/)
     await shot('17-drift-marked')
     await accessible('stack page with a drifted node')
+    await page.getByText('Legend', { exact: true }).click()
     // A stack check (it fails on the drifted file) leaves the finding current: the marks stay on its traversal,
     // and after a reload they come from the resource listing.
     const drift = page.getByTestId('graph').getAttribute('data-traversal')
