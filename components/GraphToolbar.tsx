@@ -4,13 +4,14 @@
  * `state:failed` or `type:TestResource`), filters, grouping, and buttons that
  * bring the blocked or failed nodes into view; under them, how many nodes
  * are in each state (what the graph's colours say when its labels are too
- * small to draw).
+ * small to draw) and, after a drift check, how many drifted (with a filter
+ * that shows only those).
  */
 import type { GroupBy } from '../lib/ui/view-graph'
 
 import type { Filter } from '../lib/ui/search'
 export type { Filter }
-export const FILTERS: Filter[] = ['blocked', 'failed', 'running', 'replaced']
+export const FILTERS: Filter[] = ['blocked', 'failed', 'running', 'replaced', 'drifted']
 
 export function GraphToolbar(p: {
   query: string
@@ -25,7 +26,12 @@ export function GraphToolbar(p: {
   onFocusMatches: () => void
   focusable: { blocked: number; failed: number }
   onFocusState: (s: 'blocked' | 'failed') => void
+  /** nodes the current drift check found modified or gone outside Kiln */
+  drifted: { modified: number; deleted: number }
 }) {
+  const drifted = p.drifted.modified + p.drifted.deleted
+  // The drifted filter is offered while something drifted (or while it is on, so it can be turned off).
+  const filters = FILTERS.filter((f) => f !== 'drifted' || drifted > 0 || p.filters.has(f))
   return (
     <div className="graph-toolbar" role="toolbar" aria-label="graph tools">
       <div className="zoom-buttons" role="group" aria-label="zoom">
@@ -52,7 +58,7 @@ export function GraphToolbar(p: {
         </span>
       )}
       <div className="filters" role="group" aria-label="show only">
-        {FILTERS.map((f) => (
+        {filters.map((f) => (
           <button key={f} type="button" className={`chip${p.filters.has(f) ? ' on' : ''}`} aria-pressed={p.filters.has(f)} onClick={() => p.onToggleFilter(f)}>
             {f}
           </button>
@@ -70,6 +76,11 @@ export function GraphToolbar(p: {
       {p.focusable.blocked > 0 && <button type="button" onClick={() => p.onFocusState('blocked')}>Focus the {p.focusable.blocked} blocked</button>}
       {p.focusable.failed > 0 && <button type="button" onClick={() => p.onFocusState('failed')}>Focus the {p.focusable.failed} failed</button>}
       <span className="counts" data-testid="state-counts" aria-label="nodes by state">{p.counts}</span>
+      {drifted > 0 && (
+        <span className="drift-count" data-testid="drift-count" title="found by the latest drift check; an update with converge brings them back">
+          <span aria-hidden>≠</span> {drifted} drifted{p.drifted.deleted ? ` (${p.drifted.deleted} gone)` : ''}
+        </span>
+      )}
     </div>
   )
 }

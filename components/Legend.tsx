@@ -1,9 +1,10 @@
 'use client'
 import { NODE_STATES } from '../lib/ui/graph-model'
-import { lookOf } from './graph-style'
+import { DRIFT_ICON } from '../lib/ui/drift'
+import { DRIFT_COLOR, DRIFT_OUTLINE, lookOf } from './graph-style'
 import { useTheme } from './theme'
 
-/** Every node state: its icon, colour and border as drawn, with what it means. */
+/** Every node state: its icon, colour and border as drawn, with what it means; then the drift marks, the critical path and groups. */
 export function Legend() {
   const theme = useTheme()
   return (
@@ -21,6 +22,14 @@ export function Legend() {
             </li>
           )
         })}
+        <li>
+          <span className="swatch swatch-drift" style={{ outlineColor: DRIFT_COLOR[theme], outlineStyle: DRIFT_OUTLINE.MODIFIED }} aria-hidden>{DRIFT_ICON.MODIFIED}</span>
+          <strong>drifted</strong> <small>the latest drift check found the resource changed outside Kiln (the diff is in the side panel); shown until an operation changes resources</small>
+        </li>
+        <li>
+          <span className="swatch swatch-drift" style={{ outlineColor: DRIFT_COLOR[theme], outlineStyle: DRIFT_OUTLINE.DELETED }} aria-hidden>{DRIFT_ICON.DELETED}</span>
+          <strong>gone</strong> <small>the latest drift check found the resource deleted outside Kiln</small>
+        </li>
         <li><span className="swatch edge-critical" aria-hidden>━</span> <strong>critical path</strong> <small>the chain with the most work left</small></li>
         <li><span className="swatch" aria-hidden>▭</span> <strong>group</strong> <small>nodes gathered by name prefix, type or layer, with their counts by state; tap to open or close</small></li>
       </ul>

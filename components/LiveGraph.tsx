@@ -16,7 +16,8 @@ import { useEffect, useImperativeHandle, useLayoutEffect, useRef, type KeyboardE
 import { stateCounts, type GraphModel } from '../lib/ui/graph-model'
 import { placeBeside, type KeptLayout, type Point } from '../lib/ui/layout'
 import { buildView, GROUP_SIZE, summarise, type GroupBy, type ViewGraph } from '../lib/ui/view-graph'
-import { countsLine, nodeLabel, stylesheet, type Theme } from './graph-style'
+import { DRIFT_ICON, isDrifted } from '../lib/ui/drift'
+import { countsLine, driftClass, nodeLabel, stylesheet, type Theme } from './graph-style'
 import { Minimap } from './Minimap'
 import { probeMark, reportPainted, reportShown } from './perf-probe'
 
@@ -92,7 +93,11 @@ function restyle(el: cytoscape.CollectionReturnValue, d: Drawn, id: string, look
  */
 function unitLook(model: GraphModel, view: ViewGraph, id: string, expanded: boolean): { label: string; cls: string } {
   const n = model.nodes.get(id)
-  if (n) return { label: model.nodes.size > BIG_GRAPH ? n.name : nodeLabel(n), cls: `s-${n.state}` }
+  if (n) {
+    // A drifted node keeps its state class and gains an outline class and an icon (a big graph's label: its name, after the icon).
+    const label = model.nodes.size > BIG_GRAPH ? (isDrifted(n.drift) ? `${DRIFT_ICON[n.drift!.state as 'MODIFIED' | 'DELETED']} ${n.name}` : n.name) : nodeLabel(n)
+    return { label, cls: `s-${n.state}${driftClass(n)}` }
+  }
   const g = view.groups.get(id)!
   const s = summarise(model, g.members)
   if (expanded) return { label: `${g.label} · ${s.done} of ${s.total} done  (tap here to collapse)`, cls: 'box' }
@@ -260,6 +265,8 @@ export function LiveGraph(p: Props) {
     })
     // What is drawn, per state (the browser tests and the bench compare it with the table and the badge).
     host.current?.setAttribute('data-drawn', JSON.stringify(stateCounts(m)))
+    // ... and which nodes are drawn with a drift mark, by name.
+    host.current?.setAttribute('data-drifted', JSON.stringify(driftedNames(m, d)))
     host.current?.setAttribute('data-represented', String(m.nodes.size))
     const seq = m.lastSeq
     const size = m.nodes.size
@@ -359,6 +366,16 @@ export function LiveGraph(p: Props) {
       )}
     </div>
   )
+}
+
+/** The nodes drawn with a drift mark now, by name and kind (what the canvas shows, for the browser tests). */
+function driftedNames(m: GraphModel, d: Drawn): Record<string, string> {
+  const out: Record<string, string> = {}
+  for (const [id, cls] of d.state) {
+    if (!cls.includes(' d-')) continue
+    out[m.nodes.get(id)?.name ?? id] = cls.slice(cls.indexOf(' d-') + 3)
+  }
+  return out
 }
 
 /**

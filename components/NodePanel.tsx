@@ -2,13 +2,15 @@
 /**
  * The drawer for an inspected node, over the page's right edge (it never
  * widens the page): state, worker, lock, what happened to it in plain words,
- * its properties and attributes (fetched when it opens) and its history in
+ * its properties and attributes (fetched when it opens), what the current
+ * drift check found (the diff: property, stored, seen) and its history in
  * this traversal. Focus moves into it when it opens; Escape or the close
  * button closes it, and the page puts focus back where it came from.
  */
 import Link from 'next/link'
 import { useEffect, useRef, useState } from 'react'
 import { describeEvent, shortId, workerName, type WorkerNames } from '../lib/ui/event-text'
+import { DRIFT_ICON, type DriftChange, type DriftMark } from '../lib/ui/drift'
 import type { DisplayNode } from '../lib/ui/graph-model'
 import { api } from './api'
 import { LOOKS, stateText } from './graph-style'
@@ -23,6 +25,8 @@ interface RowDetail {
   properties: Record<string, unknown> | null
   attributes: Record<string, unknown>
   lock: { worker: string; workerName: string | null; traversalId: string | null; leaseExpiresAt: string | null } | null
+  /** the current drift check's finding, values masked */
+  drift: { state: string; changes: DriftChange[]; problems: string[]; observedAt: string; traversalId: string } | null
 }
 
 /** A row's status reason that only says the engine moved it on: the "Last event" line says what happened. */
@@ -37,7 +41,8 @@ export function NodePanel({ stackId, node, version, workers, onClose }: { stackI
     closeButton.current?.focus()
   }, [node.id])
 
-  // The row as stored, again when the node's state changes (its lock, its attributes).
+  // The row as stored, again when the node's state changes (its lock, its attributes) or a drift check looked at it (the diff).
+  const driftKey = node.drift ? `${node.drift.traversalId}:${node.drift.state}:${node.drift.at}` : ''
   useEffect(() => {
     let live = true
     api<{ resource: RowDetail }>('GET', `/api/stacks/${stackId}/resources/${node.rowId}`)
@@ -46,7 +51,7 @@ export function NodePanel({ stackId, node, version, workers, onClose }: { stackI
     return () => {
       live = false
     }
-  }, [stackId, node.rowId, node.state])
+  }, [stackId, node.rowId, node.state, driftKey])
 
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
@@ -84,6 +89,7 @@ export function NodePanel({ stackId, node, version, workers, onClose }: { stackI
         {notes.length > 0 && (<><dt>Notes</dt><dd>{notes.join(', ')}</dd></>)}
       </dl>
       {rowError && <p className="error">The row could not be read: {rowError}</p>}
+      {node.drift && <DriftFinding mark={node.drift} listed={row?.drift?.traversalId === node.drift.traversalId ? row.drift.changes : null} />}
       {row?.properties && (
         <details open>
           <summary>Properties</summary>
@@ -107,5 +113,52 @@ export function NodePanel({ stackId, node, version, workers, onClose }: { stackI
         </ol>
       </details>
     </div>
+  )
+}
+
+const shown = (v: unknown) => JSON.stringify(v === undefined ? null : v)
+
+/**
+ * What the drift check found: in sync (and when), or modified with each
+ * property as Kiln stored it and as it was seen (masked by the API), gone, or
+ * not checked (why). The values come from the row (`listed`) or the mark;
+ * a mark from the live events names the properties until the row is read.
+ */
+function DriftFinding({ mark, listed }: { mark: DriftMark; listed: DriftChange[] | null }) {
+  const at = new Date(mark.at).toLocaleString()
+  const changes = listed ?? mark.changes ?? null
+  return (
+    <section className="drift-diff" aria-labelledby="node-drift-title" data-testid="node-drift" data-drift={mark.state}>
+      <h3 id="node-drift-title">Drift</h3>
+      {mark.state === 'IN_SYNC' && <p>In sync, checked at <time dateTime={mark.at}>{at}</time>.</p>}
+      {mark.state === 'NOT_CHECKED' && <p>Not checked (at <time dateTime={mark.at}>{at}</time>){mark.problems.length ? `: ${mark.problems.join('; ')}` : '.'}</p>}
+      {mark.state === 'DELETED' && (
+        <p className="drift-inline"><span aria-hidden>{DRIFT_ICON.DELETED}</span> Gone: deleted outside Kiln (checked at <time dateTime={mark.at}>{at}</time>). An update with converge makes it again.</p>
+      )}
+      {mark.state === 'MODIFIED' && (
+        <>
+          <p className="drift-inline"><span aria-hidden>{DRIFT_ICON.MODIFIED}</span> Modified outside Kiln (checked at <time dateTime={mark.at}>{at}</time>). An update with converge brings it back.</p>
+          {changes ? (
+            <table className="prop-diff" aria-label="drift: stored and seen values">
+              <thead>
+                <tr><th scope="col">Property</th><th scope="col">Stored by Kiln</th><th scope="col">Seen now</th></tr>
+              </thead>
+              <tbody>
+                {changes.map((c) => (
+                  <tr key={c.property} data-property={c.property}>
+                    <th scope="row"><code>{c.property}</code></th>
+                    <td><code>{shown(c.stored)}</code></td>
+                    <td><code>{shown(c.seen)}</code></td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          ) : (
+            mark.changed.length > 0 && <p>Changed: {mark.changed.map((p) => <code key={p}>{p} </code>)}</p>
+          )}
+          {mark.problems.length > 0 && <ul>{mark.problems.map((p) => <li key={p}>{p}</li>)}</ul>}
+        </>
+      )}
+    </section>
   )
 }

@@ -8,9 +8,10 @@
  */
 import { useVirtualizer } from '@tanstack/react-virtual'
 import { memo, useEffect, useMemo, useRef } from 'react'
+import { DRIFT_ICON, isDrifted } from '../lib/ui/drift'
 import type { DisplayNode, GraphModel } from '../lib/ui/graph-model'
 import { workerName, type WorkerNames } from '../lib/ui/event-text'
-import { LOOKS, stateText } from './graph-style'
+import { driftLine, LOOKS, stateText } from './graph-style'
 
 export function notesOf(n: DisplayNode): string[] {
   const out: string[] = []
@@ -39,6 +40,9 @@ interface RowProps {
   notes: string
   selected: boolean
   critical: boolean
+  /** MODIFIED or DELETED when the current drift check found the row so; '' otherwise */
+  drift: string
+  driftText: string
   top: number
   onSelect: (id: string, opener: HTMLElement) => void
 }
@@ -53,6 +57,7 @@ const Row = memo(function Row(p: RowProps) {
       data-resource={p.name}
       data-row={p.rowId}
       data-state={p.state}
+      data-drift={p.drift || undefined}
       aria-selected={p.selected}
       style={{ transform: `translateY(${p.top}px)` }}
     >
@@ -65,6 +70,7 @@ const Row = memo(function Row(p: RowProps) {
       <span role="cell" className="c-row">#{p.rowId}</span>
       <span role="cell" className="c-state state-cell" title={p.reason}>
         <span aria-hidden>{LOOKS[p.state].icon}</span> {p.text}
+        {p.drift ? <DriftBadge state={p.drift as 'MODIFIED' | 'DELETED'} title={p.driftText} /> : null}
       </span>
       <span role="cell" className="c-type">{p.type}</span>
       <span role="cell" className="c-worker">{p.worker}</span>
@@ -72,6 +78,15 @@ const Row = memo(function Row(p: RowProps) {
     </div>
   )
 })
+
+/** A drifted row's mark beside its state: an icon and a word in a dashed box, its own look (not a state's). */
+export function DriftBadge({ state, title }: { state: 'MODIFIED' | 'DELETED'; title: string }) {
+  return (
+    <span className={`drift-badge drift-${state.toLowerCase()}`} title={title} data-testid="drift-badge">
+      <span aria-hidden>{DRIFT_ICON[state]}</span> {state === 'MODIFIED' ? 'drifted' : 'gone'}
+    </span>
+  )
+}
 
 export function ResourcesTable(p: {
   model: GraphModel
@@ -122,7 +137,8 @@ export function ResourcesTable(p: {
             return (
               <Row key={n.id} id={n.id} index={item.index} top={item.start} name={n.name} type={n.type} rowId={n.rowId} state={n.state} text={stateText(n)}
                 reason={p.describe(n)} worker={workerName(n.worker ?? n.lastWorker, p.workers)} notes={notesOf(n).join(', ')}
-                selected={p.selected === n.id} critical={p.critical.has(n.id)} onSelect={p.onSelect} />
+                selected={p.selected === n.id} critical={p.critical.has(n.id)} onSelect={p.onSelect}
+                drift={isDrifted(n.drift) ? n.drift!.state : ''} driftText={driftLine(n)} />
             )
           })}
         </div>

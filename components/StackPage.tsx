@@ -3,8 +3,10 @@
  * The stack page, and the page of one past traversal (`traversalId`): the
  * graph as the hero (a resizable split with the template editor, or full
  * width), the header's badge, progress and estimate, the actions (submit,
- * preview, check, rollback, cancel, delete), the supersede banner, replay by
- * time, and under the graph the resources table, events, traversals, outputs.
+ * preview, check, check drift, rollback, cancel, delete), the supersede
+ * banner, replay by time, and under the graph the resources table, events,
+ * traversals, outputs. Drifted nodes are marked on the graph and the table
+ * (lib/ui/drift.ts) while the drift check that found them is current.
  *
  * Deep links: `/stacks/<id>/traversals/<tid>?node=<name>&t=<seconds>` opens a
  * traversal at a moment with a node inspected; the address follows what the
@@ -15,6 +17,7 @@ import Link from 'next/link'
 import { useRouter } from 'next/navigation'
 import { useCallback, useEffect, useMemo, useRef, useState } from 'react'
 import { describeEvent, shortId } from '../lib/ui/event-text'
+import { driftCounts } from '../lib/ui/drift'
 import { criticalPath } from '../lib/ui/estimate'
 import { progressOf, stateCounts, type DisplayNode, type GraphModel } from '../lib/ui/graph-model'
 import { Replay } from '../lib/ui/replay'
@@ -53,6 +56,22 @@ function fmtSeconds(s: number) {
 /** Re-running the critical path costs O(nodes + edges): for big graphs at most this often. */
 const ESTIMATE_EVERY_MS = 1000
 
+/** What an ended drift check found, in one sentence (its marks are on the graph and the table). */
+function driftEndMessage(m: GraphModel): { kind: 'ok' | 'error'; text: string } {
+  const count = { IN_SYNC: 0, MODIFIED: 0, DELETED: 0, NOT_CHECKED: 0 }
+  for (const n of m.nodes.values()) if (n.drift && n.drift.traversalId === m.traversalId) count[n.drift.state]++
+  const outcome = m.end!.outcome
+  if (outcome !== 'COMPLETE') return { kind: 'error', text: `Drift check ${outcome.toLowerCase()}${m.end!.reason ? `: ${m.end!.reason}` : ''}.` }
+  const drifted = count.MODIFIED + count.DELETED
+  const parts = [`${count.IN_SYNC} in sync`, ...(count.NOT_CHECKED ? [`${count.NOT_CHECKED} not checked`] : [])]
+  return {
+    kind: 'ok',
+    text: drifted
+      ? `Drift check done: ${drifted} drifted (${count.MODIFIED} modified, ${count.DELETED} gone), ${parts.join(', ')}. Update with converge to bring them back.`
+      : `Drift check done: nothing drifted; ${parts.join(', ')}.`,
+  }
+}
+
 export function StackPage({ stackId, traversalId = null, initialNode = null, initialT = null }: { stackId: string; traversalId?: string | null; initialNode?: string | null; initialT?: number | null }) {
   const router = useRouter()
   const live = useStackLive(stackId, traversalId)
@@ -74,6 +93,8 @@ export function StackPage({ stackId, traversalId = null, initialNode = null, ini
   const [expanded, setExpanded] = useState<ReadonlySet<string>>(new Set())
   const [editorOpen, setEditorOpen] = useState<boolean | null>(null)
   const [now, setNow] = useState(() => Date.now())
+  /** the drift check this page started, until its end is announced */
+  const [driftRun, setDriftRun] = useState<string | null>(null)
 
   const liveModel = live.model
   const total = liveModel?.nodes.size ?? 0
@@ -145,6 +166,8 @@ export function StackPage({ stackId, traversalId = null, initialNode = null, ini
   // eslint-disable-next-line react-hooks/exhaustive-deps
   const groups = useMemo(() => (model && grouping !== 'none' ? [...groupNodes(model, grouping).values()] : []), [model, grouping, model?.nodes.size])
   // eslint-disable-next-line react-hooks/exhaustive-deps
+  const drifted = useMemo(() => (model ? driftCounts(model) : { modified: 0, deleted: 0 }), [model, version])
+  // eslint-disable-next-line react-hooks/exhaustive-deps
   const blocked = useMemo(() => (model ? [...model.nodes.values()].filter((n) => n.state === 'blocked') : []), [model, version])
 
   // Deep link: the node by name, once the model is there.
@@ -211,6 +234,12 @@ export function StackPage({ stackId, traversalId = null, initialNode = null, ini
     }
     return err
   }, [])
+  // The drift check this page started ended: say what it found (the message is a live region).
+  useEffect(() => {
+    if (!driftRun || !liveModel || liveModel.traversalId !== driftRun || !liveModel.end) return
+    setDriftRun(null)
+    setMessage(driftEndMessage(liveModel))
+  }, [driftRun, liveModel, live.version])
   useEffect(() => {
     if (!focusResult.current || confirm !== null || busy) return
     focusResult.current = false
@@ -231,6 +260,12 @@ export function StackPage({ stackId, traversalId = null, initialNode = null, ini
     setConfirm(null)
     setReplayAt(null)
     return done
+  })
+  const checkDrift = () => run('Drift check', async () => {
+    const r = await api<{ traversalId: string | null }>('POST', `/api/stacks/${stackId}/drift`, {})
+    setReplayAt(null)
+    setDriftRun(r.traversalId)
+    return 'Checking drift: every resource is being compared with what Kiln stored. The rows are not changed.'
   })
   const cancel = (rollback: boolean) => post('cancel', 'Cancel', rollback ? 'Cancelled; rolling back to the previous template.' : 'Cancelled without rollback: running actions finish, nothing new starts. The graph shows which rows changed and which did not.', { rollback })
   const remove = () => run('Delete', async () => {
@@ -269,6 +304,7 @@ export function StackPage({ stackId, traversalId = null, initialNode = null, ini
         <div className="head-actions">
           <button type="button" aria-expanded={editorShown} aria-controls="template-pane" onClick={() => setEditorOpen(!editorShown)}>{editorShown ? 'Hide template' : 'Edit template'}</button>
           <button type="button" onClick={() => post('check', 'Check', 'Check started: every resource is checked against its provider.')} disabled={busy || running || deleted} title={running ? 'wait for the running traversal to finish' : 'check every resource'}>Check</button>
+          <button type="button" onClick={checkDrift} disabled={busy || running || deleted} title={running ? 'wait for the running traversal to finish' : 'compare every resource with what Kiln stored (changes nothing)'}>Check drift</button>
           <button type="button" onClick={() => post('rollback', 'Rollback', 'Rolling back to the last template that completed.')} disabled={busy || deleted || status.action === 'DELETE'} title="roll back to the last template that completed">Rollback</button>
           <button type="button" onClick={() => setConfirm('cancel')} disabled={busy || !running || status.action === 'DELETE'}>Cancel…</button>
           <button type="button" className="danger" onClick={() => setConfirm('delete')} disabled={busy || deleted}>Delete…</button>
@@ -298,6 +334,7 @@ export function StackPage({ stackId, traversalId = null, initialNode = null, ini
           onFocusMatches={() => highlight && graphRef.current?.fit([...highlight])}
           focusable={{ blocked: counts.blocked ?? 0, failed: counts.failed ?? 0 }}
           onFocusState={(s) => model && graphRef.current?.fit([...model.nodes.values()].filter((n) => n.state === s).map((n) => n.id))}
+          drifted={drifted}
         />
       )}
       {model && groups.length > 0 && <GroupList model={model} groups={groups} expanded={expanded} onToggle={toggleGroup} />}

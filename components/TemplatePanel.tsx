@@ -2,15 +2,18 @@
 /**
  * The stack page's editor: the current template in CodeMirror, the
  * parameters form, Preview (what the update would create, update, replace or
- * delete) and Submit (while a traversal runs, it supersedes it).
+ * delete) and Submit (while a traversal runs, it supersedes it), with two
+ * choices, both off by default: converge (look at every resource and bring
+ * back what drifted) and, while an operation runs, preempt (abort its
+ * in-flight actions on the resources this update changes).
  */
-import { useEffect, useState } from 'react'
+import { useEffect, useId, useState } from 'react'
 import { api, ApiError, type ApiIssue } from './api'
 import { ParametersForm, parameterValues } from './ParametersForm'
 import { EditGuardView } from './EditGuard'
 import { PreviewPanel, type PreviewResult } from './PreviewPanel'
 import { TemplateEditor, ValidationLine } from './TemplateEditor'
-import { useEditGuard } from './use-edit-guard'
+import { useEditGuard, type UpdateBody } from './use-edit-guard'
 import { parametersOf, useValidation } from './use-validation'
 
 export type Runner = (what: string, fn: () => Promise<string>) => Promise<ApiError | Error | null>
@@ -26,6 +29,9 @@ export function TemplatePanel({ stackId, stack, running, disabled, busy, run, on
   const [params, setParams] = useState<Record<string, string>>({})
   const [issues, setIssues] = useState<ApiIssue[]>([])
   const [preview, setPreview] = useState<PreviewResult | null>(null)
+  const [converge, setConverge] = useState(false)
+  const [preempt, setPreempt] = useState(false)
+  const ids = useId()
   const edited = loaded !== null && source !== null && source !== loaded.source
   const validation = useValidation(source ?? '', { skip: !edited, parameters: parametersOf(loaded?.template) })
   // Every update names the version this edit was written against; a stale edit is refused and shown, never applied.
@@ -43,19 +49,31 @@ export function TemplatePanel({ stackId, stack, running, disabled, busy, run, on
       })
   }, [stackId])
 
+  // Preempting only means something while an operation runs: the choice is dropped when it ends.
+  useEffect(() => {
+    if (!running) setPreempt(false)
+  }, [running])
+
   const body = () => ({ template: source ?? '', parameters: parameterValues(params) })
+  /** The update's body: the preview's, plus the choices only an update honours (a preview refuses them). */
+  const updateBody = (): UpdateBody => ({ ...body(), ...(converge ? { converge: true as const } : {}), ...(preempt && running ? { preempt: true as const } : {}) })
   const withIssues = async (what: string, fn: () => Promise<string>) => {
     const err = await run(what, fn)
     setIssues(err instanceof ApiError ? err.issues : [])
   }
   const submit = () =>
     withIssues('Update', async () => {
-      const r = await guard.update(body())
+      const sent = updateBody()
+      const r = await guard.update(sent)
       // Refused (the stack changed meanwhile) or unchanged: the guard shows which, and what to do.
       if (!r) return 'Nothing was started: see the note below the editor.'
       setPreview(null)
+      setConverge(false)
+      setPreempt(false)
       setLoaded((l) => (l ? { ...l, source: source ?? l.source } : l))
-      return r.superseded && running ? `Update submitted; it superseded traversal ${r.superseded.slice(0, 8)}.` : 'Update submitted.'
+      const how = [sent.converge ? 'converging drifted resources' : '', sent.preempt ? 'preempting the running update' : ''].filter(Boolean).join(', ')
+      const what = how ? `Update submitted (${how})` : 'Update submitted'
+      return r.superseded && running ? `${what}; it superseded traversal ${r.superseded.slice(0, 8)}.` : `${what}.`
     })
   const doPreview = () =>
     withIssues('Preview', async () => {
@@ -72,6 +90,25 @@ export function TemplatePanel({ stackId, stack, running, disabled, busy, run, on
       <ValidationLine validation={validation} />
       <ParametersForm parameters={validation.parameters} values={params} onChange={setParams} />
       {running && <p className="note" data-testid="supersede-note">A traversal is running. Submitting now <strong>supersedes</strong> it: rows it still holds are handed over (retriggered) when their worker finishes, never replaced needlessly.</p>}
+      <fieldset className="submit-options">
+        <legend className="sr-only">update options</legend>
+        <div>
+          <label>
+            <input type="checkbox" checked={converge} onChange={(e) => setConverge(e.target.checked)} aria-describedby={`${ids}-converge`} data-testid="converge" />
+            Converge (bring back drifted resources)
+          </label>
+          <small id={`${ids}-converge`}>Looks at every resource and rewrites what was changed or deleted outside Kiln, even where the template did not change.</small>
+        </div>
+        {running && (
+          <div>
+            <label>
+              <input type="checkbox" checked={preempt} onChange={(e) => setPreempt(e.target.checked)} aria-describedby={`${ids}-preempt`} data-testid="preempt" />
+              Preempt the running update
+            </label>
+            <small id={`${ids}-preempt`}>Aborts its in-flight actions on the resources this update changes, instead of waiting for them to finish.</small>
+          </div>
+        )}
+      </fieldset>
       <div className="actions">
         <button type="button" onClick={doPreview} disabled={busy || disabled || source === null}>Preview</button>
         <button type="button" className="primary" onClick={submit} disabled={busy || disabled || source === null}>{running ? 'Submit (supersede)' : 'Submit update'}</button>

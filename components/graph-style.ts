@@ -10,6 +10,7 @@
  * counts bar over the graph says how many are in each).
  */
 import type cytoscape from 'cytoscape'
+import { DRIFT_ICON, isDrifted } from '../lib/ui/drift'
 import type { DisplayNode, NodeState } from '../lib/ui/graph-model'
 
 export type Theme = 'light' | 'dark'
@@ -76,8 +77,29 @@ export function stateText(n: DisplayNode): string {
 
 export function nodeLabel(n: DisplayNode): string {
   const marks = [n.retriggered && n.state !== 'retriggered' ? '↻' : '', n.wasBlocked && n.state !== 'blocked' ? '‖' : ''].join('')
-  return `${LOOKS[n.state].icon} ${n.name}${marks ? ' ' + marks : ''}\n${stateText(n)}`
+  const drift = driftLine(n)
+  return `${LOOKS[n.state].icon} ${n.name}${marks ? ' ' + marks : ''}\n${stateText(n)}${drift ? `\n${drift}` : ''}`
 }
+
+/**
+ * A drifted node's mark, apart from its traversal state: an outline around
+ * the node (double for modified, dashed for gone) and a line of text with
+ * its own icon. Empty when the node did not drift.
+ */
+export function driftLine(n: Pick<DisplayNode, 'drift'>): string {
+  const d = n.drift
+  if (!d || !isDrifted(d)) return ''
+  if (d.state === 'DELETED') return `${DRIFT_ICON.DELETED} gone outside Kiln`
+  return `${DRIFT_ICON.MODIFIED} drifted${d.changed.length ? `: ${d.changed.join(', ')}` : ''}`
+}
+
+/** The class of a node's drift mark (none: ''). */
+export const driftClass = (n: Pick<DisplayNode, 'drift'>): string => (isDrifted(n.drift) ? ` d-${n.drift!.state.toLowerCase()}` : '')
+
+/** The drift outline's colour, per theme (never the only cue: the outline's style and the label's line say it too). */
+export const DRIFT_COLOR: Record<Theme, string> = { light: '#a21caf', dark: '#f0abfc' }
+/** Outline styles: modified and gone differ in shape, not only in words. */
+export const DRIFT_OUTLINE: Record<'MODIFIED' | 'DELETED', 'double' | 'dashed'> = { MODIFIED: 'double', DELETED: 'dashed' }
 
 /** "✓ 412  ▶ 12  ○ 546": a group's (or the whole graph's) members by state, busiest first. */
 export function countsLine(counts: Partial<Record<NodeState, number>>): string {
@@ -115,6 +137,9 @@ export function stylesheet(theme: Theme, big: boolean): cytoscape.StylesheetJson
         shape: 'round-rectangle', 'text-valign': 'top', 'text-halign': 'center', 'font-size': 14, 'font-weight': 'bold', 'min-zoomed-font-size': 4, padding: '24px',
       } as never,
     },
+    // drift: an outline outside the state's border, so both stay readable
+    { selector: 'node.d-modified', style: { 'outline-width': 5, 'outline-style': DRIFT_OUTLINE.MODIFIED, 'outline-color': DRIFT_COLOR[theme], 'outline-offset': 3 } as never },
+    { selector: 'node.d-deleted', style: { 'outline-width': 3, 'outline-style': DRIFT_OUTLINE.DELETED, 'outline-color': DRIFT_COLOR[theme], 'outline-offset': 3, 'background-opacity': 0.55 } as never },
     { selector: 'node.dim', style: { opacity: 0.2 } },
     { selector: 'node.match', style: { 'overlay-color': '#f59e0b', 'overlay-opacity': 0.25, 'overlay-padding': 6 } },
     { selector: 'node.sel', style: { 'overlay-color': '#2563eb', 'overlay-opacity': 0.25, 'overlay-padding': 8 } },

@@ -22,6 +22,10 @@ import { api, ApiError } from './api'
 export interface UpdateBody {
   template: string
   parameters?: Record<string, unknown>
+  /** observe every resource and bring back what drifted (never "no changes") */
+  converge?: true
+  /** abort the running operation's in-flight actions on the resources whose targets change */
+  preempt?: true
 }
 
 export interface UpdateAnswer {

@@ -16,12 +16,19 @@
  * stack's summary when a traversal ends, a worker's name; after a
  * `stack:resync` (steps lost in a database crash) everything is loaded again.
  *
- * `pinned` (the history view) shows that traversal and never moves on.
+ * Drift marks (lib/ui/drift.ts): the latest drift check's findings, from
+ * the resource listing (asked only when the traversal list says the check
+ * may still be current) and from the drift traversal's node events; a new
+ * traversal that changes resources, or a new drift check, clears them.
+ *
+ * `pinned` (the history view) shows that traversal and never moves on; its
+ * marks are those of its own events.
  */
 import { useCallback, useEffect, useRef, useState } from 'react'
 import { flushSync } from 'react-dom'
+import { applyMarks, driftMayBeCurrent, driftOfEvent, endsMarks, marksOfListing, type DriftMark, type ListedDrift } from '../lib/ui/drift'
 import { applyEvents, initialModel, type EventRow, type GraphElements, type GraphModel } from '../lib/ui/graph-model'
-import { ApiError } from './api'
+import { api, ApiError } from './api'
 import { probeMark } from './perf-probe'
 import { getSocket } from './socket'
 import { fetchEvents, fetchGraph, fetchStack, fetchTraversal, fetchTraversals, fetchWorkers, typesById, workerIds, type StackShow, type TraversalMeta, type TraversalRow } from './stack-api'
@@ -85,6 +92,10 @@ interface Live {
   lastFlush: number
   /** how late animation frames come, smoothed (ms) */
   frameLate: number
+  /** the current drift check's findings by row id (live view) */
+  drift: Map<number, DriftMark>
+  /** bumps whenever the marks are cleared: a listing asked for before that is stale */
+  marksEpoch: number
 }
 
 const BEHIND_AFTER_MS = 1500
@@ -99,6 +110,7 @@ export function useStackLive(stackId: string, pinned: string | null = null): Sta
   const L = useRef<Live>({
     cursor: null, queue: [], held: true, model: null, graph: null, traversal: null, types: new Map(), events: [], status: null, stack: null,
     traversals: [], workers: new Map(), dirty: new Set(), behindMs: 0, frame: 0, timer: null, lastWorkersFetch: 0, generation: 0, lastFlush: 0, frameLate: 0,
+    drift: new Map(), marksEpoch: 0,
   }).current
   const [version, setVersion] = useState(0)
   const [phase, setPhase] = useState<{ phase: StackLive['phase']; error: string | null }>({ phase: 'loading', error: null })
@@ -157,15 +169,49 @@ export function useStackLive(stackId: string, pinned: string | null = null): Sta
     else go()
   }, [L])
 
-  /** Show traversal `tid` (graph and types fetched), folding `events` (its events up to `lastSeq`) in. */
-  const showTraversal = useCallback((tid: string, meta: TraversalMeta, graph: GraphElements, events: EventRow[], lastSeq: number) => {
+  /**
+   * Show traversal `tid` (graph and types fetched), folding `events` (its events up to `lastSeq`) in.
+   * `started`: it has just started (not loaded as it was): if it changes resources or is a new drift
+   * check, the marks shown so far no longer hold.
+   */
+  const showTraversal = useCallback((tid: string, meta: TraversalMeta, graph: GraphElements, events: EventRow[], lastSeq: number, started = false) => {
     const types = typesById(meta)
     const model = initialModel(tid, graph, types)
     applyEvents(model, events, types)
     model.lastSeq = Math.max(model.lastSeq, lastSeq)
+    if (!pinned) {
+      if (started && endsMarks(meta.action)) {
+        L.drift = new Map()
+        L.marksEpoch++
+      }
+      noteMarks(L, events)
+      applyMarks(model, L.drift)
+    }
     Object.assign(L, { model, graph, traversal: meta, types, events: events.filter((e) => e.traversalId === tid) })
     L.dirty = new Set(model.nodes.keys())
-  }, [L])
+  }, [L, pinned])
+
+  /** The current drift check's findings with their stored and seen values, from the resource listing (once per load). */
+  const loadMarks = useCallback(async (gen: number) => {
+    const epoch = L.marksEpoch
+    try {
+      const { resources } = await api<{ resources: ListedDrift[] }>('GET', `/api/stacks/${stackId}/resources`)
+      // Cleared meanwhile (an update or a new check started): these findings are stale.
+      if (gen !== L.generation || epoch !== L.marksEpoch) return
+      for (const [rid, mark] of marksOfListing(resources)) {
+        const had = L.drift.get(rid)
+        // A finding the live events already gave for a newer check stays.
+        if (!had || had.traversalId === mark.traversalId) L.drift.set(rid, mark)
+      }
+      if (!L.model) return
+      const changed = applyMarks(L.model, L.drift)
+      if (!changed.size) return
+      for (const id of changed) L.dirty.add(id)
+      bump(false)
+    } catch {
+      /* the marks from the events still show; the next load asks again */
+    }
+  }, [stackId, L, bump])
 
   /**
    * Everything, from the start. The stream is then processed from the stack
@@ -181,7 +227,8 @@ export function useStackLive(stackId: string, pinned: string | null = null): Sta
       const [stack, traversals] = await Promise.all([fetchStack(stackId), fetchTraversals(stackId)])
       probeMark('stack')
       if (gen !== L.generation) return
-      Object.assign(L, { stack, traversals, workers: new Map(), lastWorkersFetch: 0 })
+      Object.assign(L, { stack, traversals, workers: new Map(), lastWorkersFetch: 0, drift: new Map() })
+      L.marksEpoch++
       const tid = pinned ?? stack.currentTraversalId ?? traversals[0]?.id ?? null
       L.status = statusOf(stack, stack.status === 'FAILED' && traversals.find((t) => t.id === tid)?.outcome === 'CANCELLED')
       if (tid) {
@@ -201,10 +248,11 @@ export function useStackLive(stackId: string, pinned: string | null = null): Sta
       setPhase({ phase: 'ready', error: null })
       bump(false)
       schedule()
+      if (!pinned && driftMayBeCurrent(traversals)) void loadMarks(gen)
     } catch (err) {
       if (gen === L.generation) fail(err)
     }
-  }, [stackId, pinned, L, showTraversal, noteWorkers, bump, schedule, fail])
+  }, [stackId, pinned, L, showTraversal, noteWorkers, bump, schedule, fail, loadMarks])
 
   /** Events after the cursor that the stream did not deliver (a reconnect, a gap). */
   const fillGap = useCallback(async () => {
@@ -231,7 +279,7 @@ export function useStackLive(stackId: string, pinned: string | null = null): Sta
     try {
       const [meta, graph] = await Promise.all([fetchTraversal(stackId, tid), fetchGraph(stackId, tid)])
       if (gen !== L.generation) return
-      showTraversal(tid, meta, graph, [], L.cursor!)
+      showTraversal(tid, meta, graph, [], L.cursor!, true)
       void refreshMeta()
     } catch (err) {
       fail(err)
@@ -305,6 +353,7 @@ export function useStackLive(stackId: string, pinned: string | null = null): Sta
     const events = m ? all.filter((e) => e.seq > m.lastSeq) : []
     if (!events.length || !m) return
     const changed = applyEvents(m, events, L.types)
+    if (!pinned) noteMarks(L, events)
     for (const id of changed) L.dirty.add(id)
     L.events.push(...events)
     noteWorkers(events)
@@ -364,6 +413,14 @@ export function useStackLive(stackId: string, pinned: string | null = null): Sta
     dirty: L.dirty,
     behindMs: L.behindMs,
     refresh: () => void load(),
+  }
+}
+
+/** The drift findings the events name, kept by row id (for the next traversal shown, while they hold). */
+function noteMarks(L: Live, events: EventRow[]) {
+  for (const e of events) {
+    const mark = e.resourceId !== null ? driftOfEvent(e) : null
+    if (mark) L.drift.set(e.resourceId!, mark)
   }
 }
 

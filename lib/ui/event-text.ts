@@ -49,6 +49,8 @@ export function describeEvent(ev: EventRow, workers: WorkerNames = new Map()): s
       if (ev.kind === 'resource' && ev.action) return `${DOING[ev.action] ?? ev.action.toLowerCase()}${on}`
       return cleanup ? `cleanup started${on}` : `started${on}`
     case 'DONE':
+      // A drift check's node: what it found ("modified outside Kiln: content", "in sync").
+      if (typeof d.drift === 'string') return `drift check: ${ev.reason}`
       if (/already at the traversal template/.test(ev.reason)) return cleanup ? 'kept: nothing to clean up' : 'unchanged: already at this template'
       if (ev.kind === 'resource' && ev.action) return DONE[ev.action] ?? `${ev.action.toLowerCase()} complete`
       return cleanup ? 'cleanup done' : 'done'

@@ -11,6 +11,8 @@
  * later deletes it.
  */
 
+import { driftOfEvent, type DriftMark } from './drift'
+
 export type NodeState =
   | 'not-started'
   | 'waiting'
@@ -102,6 +104,8 @@ export interface DisplayNode {
   startedAt: number | null
   endedAt: number | null
   history: HistoryEntry[]
+  /** what the latest current drift check found (lib/ui/drift.ts); null: not checked, or no longer current */
+  drift: DriftMark | null
 }
 
 export interface DisplayEdge {
@@ -144,7 +148,7 @@ function blankNode(rowId: number, name: string, type: string, kind: 'update' | '
   return {
     id: nodeId(rowId), rowId, name, type, kind, state: 'not-started', satisfied: null, required: null,
     worker: null, lastWorker: null, leaseExpiresAt: null, blockedBy: null, blockedHolder: null, wasBlocked: false, retriggered: false,
-    replaces: null, replacedBy: null, rowAction: null, rowStatus: null, last: null, progress: null, startedAt: null, endedAt: null, history: [],
+    replaces: null, replacedBy: null, rowAction: null, rowStatus: null, last: null, progress: null, startedAt: null, endedAt: null, history: [], drift: null,
   }
 }
 
@@ -255,6 +259,12 @@ export function applyEvents(m: GraphModel, events: EventRow[], types?: ReadonlyM
     if (ev.kind === 'resource' && ev.resourceId === n.rowId) {
       n.rowAction = ev.action
       n.rowStatus = ev.status
+    }
+    // A drift check's node names what it found.
+    const found = driftOfEvent(ev)
+    if (found) {
+      n.drift = found
+      changed.add(n.id)
     }
 
     if (typeof d.replaced_by === 'number') {

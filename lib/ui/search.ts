@@ -1,17 +1,20 @@
 /**
  * Search and filters over the graph's nodes. A query is words that must all
- * match: `state:failed`, `type:testresource`, or plain text found in the name,
- * type or state. Filters (any of them) narrow further. Pure.
+ * match: `state:failed`, `type:testresource`, `drift:modified` (or
+ * `drift:deleted`, `drift:in-sync`), or plain text found in the name, type or
+ * state. Filters (any of them) narrow further. Pure.
  */
+import { isDrifted } from './drift'
 import { NODE_STATES, type DisplayNode, type GraphModel } from './graph-model'
 
-export type Filter = 'blocked' | 'failed' | 'running' | 'replaced'
+export type Filter = 'blocked' | 'failed' | 'running' | 'replaced' | 'drifted'
 
 const FILTER: Record<Filter, (n: DisplayNode) => boolean> = {
   blocked: (n) => n.state === 'blocked' || n.wasBlocked,
   failed: (n) => n.state === 'failed',
   running: (n) => n.state === 'running' || n.state === 'deleting',
   replaced: (n) => n.state === 'replaced' || n.replaces !== null || n.replacedBy !== null,
+  drifted: (n) => isDrifted(n.drift),
 }
 
 const stateWords = (n: DisplayNode) => `${n.state} ${NODE_STATES.find((s) => s.state === n.state)?.label ?? ''}`
@@ -21,6 +24,7 @@ function matches(n: DisplayNode, word: string): boolean {
   if (field === 'state') return stateWords(n).includes(value)
   if (field === 'type') return n.type.toLowerCase().includes(value)
   if (field === 'name') return n.name.toLowerCase().includes(value)
+  if (field === 'drift') return (n.drift?.state ?? 'unchecked').toLowerCase().replace('_', '-').includes(value)
   return n.name.toLowerCase().includes(word) || n.type.toLowerCase().includes(word) || stateWords(n).includes(word)
 }
 
