@@ -85,7 +85,6 @@ export interface UpdateRequest extends Partial<Submission> {
 const STACK_NAME = /^[a-zA-Z][a-zA-Z0-9_.-]{0,254}$/
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
-
 /**
  * The submission an update, a preview or a plan means, given the stack's current template:
  * PATCH semantics (`existing`, or no template) reuse it and its parameters; given ones override.
