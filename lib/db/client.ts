@@ -6,7 +6,7 @@
  *   functions, the queue, LISTEN/NOTIFY, and the services' other reads.
  * - `prisma`: Prisma Client over the same pool (driver adapter), used for
  *   ordinary reads and writes (projects, tokens, sessions). The listings
- *   (stacks, resources, events) stay SQL: Prisma Client measured 1.4–2.3
+ *   (stacks, resources, events) stay SQL: Prisma Client measured 1.3–1.9
  *   times slower there (bench/listings.ts).
  */
 import { PrismaPg } from '@prisma/adapter-pg'
