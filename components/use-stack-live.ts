@@ -116,6 +116,15 @@ export function useStackLive(stackId: string, pinned: string | null = null): Sta
   const [phase, setPhase] = useState<{ phase: StackLive['phase']; error: string | null }>({ phase: 'loading', error: null })
   const bump = useCallback((sync: boolean) => (sync ? flushSync(() => setVersion((v) => v + 1)) : setVersion((v) => v + 1)), [])
 
+  /** Events wait (a gap being filled, a new traversal's graph loading): how long the oldest has waited. */
+  const noteBehind = useCallback(() => {
+    const oldest = L.queue[0]
+    const behind = oldest ? Date.now() - Date.parse(oldest.at) : 0
+    const shown = L.behindMs
+    L.behindMs = behind > BEHIND_AFTER_MS ? behind : 0
+    if (Math.round(shown / 1000) !== Math.round(L.behindMs / 1000)) bump(false)
+  }, [L, bump])
+
   const fail = useCallback((err: unknown) => {
     if (err instanceof ApiError && err.status === 404) setPhase({ phase: 'not-found', error: null })
     else setPhase({ phase: 'error', error: (err as Error).message })
@@ -337,14 +346,6 @@ export function useStackLive(stackId: string, pinned: string | null = null): Sta
     if (L.queue.length) schedule(cost > 12 ? cost : 0)
   }
 
-  /** Events wait (a gap being filled, a new traversal's graph loading): how long the oldest has waited. */
-  function noteBehind() {
-    const oldest = L.queue[0]
-    const behind = oldest ? Date.now() - Date.parse(oldest.at) : 0
-    const shown = L.behindMs
-    L.behindMs = behind > BEHIND_AFTER_MS ? behind : 0
-    if (Math.round(shown / 1000) !== Math.round(L.behindMs / 1000)) bump(false)
-  }
 
   /** Folds the stream's events of the shown traversal into the model and redraws. */
   function fold(all: EventRow[]) {
@@ -396,7 +397,7 @@ export function useStackLive(stackId: string, pinned: string | null = null): Sta
       L.frame = 0
       L.timer = null
     }
-  }, [stackId, L, load, fillGap, schedule])
+  }, [stackId, L, load, fillGap, schedule, noteBehind])
 
   return {
     ...phase,

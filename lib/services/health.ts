@@ -5,6 +5,8 @@
  */
 import type { Db } from '../db/client'
 import { listMigrations } from '../db/migrate'
+import { appliedMigrations, ping, serverVersion } from '../db/queries/health'
+import { liveWorkers } from '../db/queries/workers'
 
 export interface Health {
   status: 'ok' | 'degraded' | 'down'
@@ -18,21 +20,15 @@ export async function health(db: Db, leaseMs: number): Promise<Health> {
   const time = new Date().toISOString()
   const started = Date.now()
   try {
-    const { rows } = await db.pool.query(`SELECT current_setting('server_version') AS v`)
+    const version = await serverVersion(db.pool)
     const latencyMs = Date.now() - started
-    const applied = await db.pool.query(`SELECT migration_name FROM _prisma_migrations WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL ORDER BY migration_name`)
-    const names = applied.rows.map((r) => String(r.migration_name))
+    const names = await appliedMigrations(db.pool)
     const pending = listMigrations().filter((m) => !names.includes(m))
-    const workers = await db.pool.query(
-      `SELECT id, hostname, pid, state, concurrency, heartbeat_at FROM worker
-        WHERE stopped_at IS NULL AND heartbeat_at > now() - $1 * interval '1 millisecond' ORDER BY started_at`,
-      [leaseMs],
-    )
-    const list = workers.rows.map((w) => ({ id: w.id, hostname: w.hostname, pid: w.pid, state: w.state, concurrency: w.concurrency, heartbeatAt: new Date(w.heartbeat_at).toISOString() }))
+    const list = (await liveWorkers(db.pool, leaseMs)).map((w) => ({ ...w, heartbeatAt: w.heartbeatAt.toISOString() }))
     return {
       status: pending.length || list.length === 0 ? 'degraded' : 'ok',
       time,
-      database: { ok: true, latencyMs, server: `PostgreSQL ${rows[0].v}` },
+      database: { ok: true, latencyMs, server: `PostgreSQL ${version}` },
       migrations: { applied: names.length, latest: names.at(-1) ?? null, pending },
       workers: { live: list.length, list },
     }
@@ -50,7 +46,7 @@ export async function health(db: Db, leaseMs: number): Promise<Health> {
 /** Up when the database answers; nothing else (the public health check). */
 export async function liveness(db: Db): Promise<'up' | 'down'> {
   try {
-    await db.pool.query('SELECT 1')
+    await ping(db.pool)
     return 'up'
   } catch {
     return 'down'

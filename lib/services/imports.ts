@@ -14,6 +14,8 @@ import crypto from 'node:crypto'
 import { isDeepStrictEqual } from 'node:util'
 import type { Db } from '../db/client'
 import { adoptOutside, findOutside } from '../db/queries/outside-objects'
+import { allHeldRowData } from '../db/queries/resources'
+import { liveStackNamed } from '../db/queries/stacks'
 import { adoptionOf, externalIdRefusal } from '../engine/adoption'
 import type { Logger } from '../logger'
 import { shownValue, validateProperties } from '../resources/schema'
@@ -84,8 +86,7 @@ export function createImportService(deps: ImportDeps) {
   const { pool } = deps.db
 
   async function existing(actor: Actor, name: string): Promise<{ id: string; name: string } | null> {
-    const { rows } = await pool.query(`SELECT id, name FROM stack WHERE project_id = $1 AND name = $2 AND deleted_at IS NULL`, [actor.projectId, name])
-    return rows[0] ? { id: String(rows[0].id), name: String(rows[0].name) } : null
+    return liveStackNamed(pool, actor.projectId, name)
   }
 
   async function checked(actor: Actor, req: ImportRequest, stackId: string) {
@@ -135,11 +136,7 @@ export function createImportService(deps: ImportDeps) {
       const secrets = secretList(hiddenValues(template.parameters as never, [c.parameters, env.parameters, env.parameter_defaults]))
       const held = new Map<string, Record<string, unknown> | null>()
       if (stack) {
-        const { rows } = await pool.query(
-          `SELECT DISTINCT ON (name) name, data FROM resource WHERE stack_id = $1 AND properties IS NOT NULL AND NOT (action = 'DELETE' AND status = 'COMPLETE') ORDER BY name, id DESC`,
-          [stack.id],
-        )
-        for (const r of rows) held.set(String(r.name), r.data)
+        for (const r of await allHeldRowData(pool, stack.id)) held.set(String(r.name), r.data)
       }
       const items: ImportItem[] = []
       for (const name of Object.keys(external).sort()) {

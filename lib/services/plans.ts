@@ -12,6 +12,7 @@
 import crypto from 'node:crypto'
 import type { Db } from '../db/client'
 import { deletePlan, findPlan, insertPlan, listPlans, markPlanApplied, rowDrift, setPlanTraversal, type PlanRecord, type RowDrift } from '../db/queries/plans'
+import { insertTemplate } from '../db/queries/templates'
 import { startTraversal } from '../db/queries/traversal'
 import { traversalsSince } from '../db/queries/versions'
 import { describeTraversals, staleConflict } from './edit-guard'
@@ -148,10 +149,7 @@ export function createPlanService(deps: PlanDeps, stacks: StackService) {
           ...(plan.timeoutMins !== null ? { timeoutMins: plan.timeoutMins } : {}),
           ...(plan.disableRollback !== null ? { disableRollback: plan.disableRollback } : {}),
           expectTraversalId: plan.againstTraversalId,
-          before: (c) =>
-            c.query(`INSERT INTO raw_template (id, stack_id, source, template, environment, parameters) VALUES ($1, $2, $3, $4, $5, $6)`, [
-              templateId, stack.id, plan.source, JSON.stringify(plan.template), JSON.stringify(plan.environment), JSON.stringify(plan.parameters),
-            ]).then(() => undefined),
+          before: (c) => insertTemplate(c, stack.id, { id: templateId, source: plan.source, templateText: JSON.stringify(plan.template), environment: plan.environment, parameters: plan.parameters }),
           guard: async (c) => {
             const drift = await rowDrift(c, stack.id, plan.rowVersions)
             if (drift.length) throw new RowsChanged(drift)

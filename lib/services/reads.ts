@@ -8,7 +8,6 @@
  * value wherever they show; an output evaluated from a secret is `sensitive`
  * and shown only when asked for by name with `reveal`.
  */
-import type pg from 'pg'
 import { toCytoscape, toDot, toGraphML, type NodeAnnotation } from '../engine/export'
 import type { NodeId, TraversalGraph } from '../engine/types'
 import type { Registry } from '../resources/registry'
@@ -19,7 +18,15 @@ import type { ResolvedOutput } from '../template'
 import { BudgetExceeded } from '../template/budget'
 import type { OutputSnippet } from '../template/types'
 import { NotFoundError, ValidationError } from './errors'
+import type { Db } from '../db/client'
 import { latestDrift, type StoredDrift } from '../db/queries/drift'
+import { eventsPage } from '../db/queries/events'
+import { listSnapshots } from '../db/queries/outside-objects'
+import { listResources, outputSourceRows, resourceIdsByType, secretHoldingRows } from '../db/queries/resources'
+import { listStacks, stackForRead, stackProgress } from '../db/queries/stacks'
+import { hiddenParameterTemplates, templateById, templateHeading, templateResources, templateVersionKey } from '../db/queries/templates'
+import { listTraversals, syncPointStates, traversalForRead, traversalGraph, traversalTemplateId } from '../db/queries/traversal-reads'
+import { workersByIds } from '../db/queries/workers'
 import type { DriftState } from '../engine/drift'
 import { hiddenValues as hiddenForms, holdsSecret, MASK, redact, secretList, type Secrets } from './secrets'
 import type { Actor, StackRecord } from './stacks'
@@ -70,20 +77,11 @@ function summary(r: Record<string, unknown>): StackSummary {
   }
 }
 
-const PROGRESS_SQL = `
-  LEFT JOIN LATERAL (
-    SELECT count(*) AS total,
-           count(*) FILTER (WHERE sp.state IN ('DONE', 'SKIPPED')) AS done,
-           count(*) FILTER (WHERE sp.state = 'RUNNING') AS running,
-           count(*) FILTER (WHERE sp.state = 'BLOCKED') AS blocked,
-           count(*) FILTER (WHERE sp.state = 'FAILED') AS failed
-      FROM sync_point sp WHERE sp.traversal_id = s.current_traversal_id AND s.status = 'IN_PROGRESS'
-  ) p ON true`
-
 /** Static outputs kept per template (a template row never changes), least recently used first. */
 const OUTPUTS_CACHE_SIZE = 256
 
-export function createReadService(pool: pg.Pool, registry: Registry) {
+export function createReadService(db: Db, registry: Registry) {
+  const { pool } = db
   /** Types that declare a secret attribute or property: their rows' values are secrets of the stack. */
   const secretTypes = registry.list().filter((t) => secretsOfType(t).attributes.length || secretsOfType(t).properties.length).map((t) => t.name)
   const propertySecretTypes = registry.list().filter((t) => secretsOfType(t).properties.length).map((t) => t.name)
@@ -115,18 +113,14 @@ export function createReadService(pool: pg.Pool, registry: Registry) {
 
   async function stackRow(actor: Actor, ref: string): Promise<Record<string, unknown>> {
     const byId = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(ref)
-    const { rows } = await pool.query(
-      `SELECT *, kiln_last_seq(id) AS last_seq FROM stack WHERE ${byId ? 'id' : 'name'} = $1 AND project_id = $2 ${byId ? '' : 'AND deleted_at IS NULL'} ORDER BY created_at DESC LIMIT 1`,
-      [ref, actor.projectId],
-    )
-    if (!rows[0]) throw new NotFoundError(`stack ${ref} not found`)
-    return rows[0]
+    const row = await stackForRead(pool, actor.projectId, ref, byId)
+    if (!row) throw new NotFoundError(`stack ${ref} not found`)
+    return row
   }
 
   async function templateOf(templateId: string | null) {
     if (!templateId) return null
-    const { rows } = await pool.query('SELECT id, source, template, environment, parameters FROM raw_template WHERE id = $1', [templateId])
-    return rows[0] ?? null
+    return templateById(pool, templateId)
   }
 
   /** Parameter values with hidden ones masked. */
@@ -199,11 +193,7 @@ export function createReadService(pool: pg.Pool, registry: Registry) {
 
   /** What the stack's rows hold that is secret (rows change: read each time, one indexed query). */
   async function rowSecrets(stackId: unknown): Promise<Set<string>> {
-    const { rows } = await pool.query(
-      `SELECT type, secret_forms, CASE WHEN type = ANY($2::text[]) THEN attributes END AS attributes, CASE WHEN type = ANY($3::text[]) THEN properties END AS properties
-         FROM resource WHERE stack_id = $1 AND (cardinality(secret_forms) > 0 OR type = ANY($2::text[]))`,
-      [stackId, secretTypes, propertySecretTypes],
-    )
+    const rows = await secretHoldingRows(pool, String(stackId), secretTypes, propertySecretTypes)
     const out = new Set<string>()
     for (const r of rows) {
       for (const f of (r.secret_forms as string[] | null) ?? []) out.add(f)
@@ -218,15 +208,11 @@ export function createReadService(pool: pg.Pool, registry: Registry) {
    */
   async function hiddenSecrets(stackId: unknown): Promise<Secrets> {
     // Templates are only ever added: their count and newest time say whether the cached list still holds.
-    const { rows: [k] } = await pool.query(`SELECT count(*)::int AS n, max(created_at) AS at FROM raw_template WHERE stack_id = $1`, [stackId])
+    const k = await templateVersionKey(pool, String(stackId))
     const key = `${k?.n}|${k?.at ? new Date(k.at).getTime() : ''}`
     const cached = secretsCache.get(String(stackId))
     if (cached?.key === key) return cached.secrets
-    const { rows } = await pool.query(
-      `SELECT template->'parameters' AS schemas, parameters, environment FROM raw_template
-        WHERE stack_id = $1 AND jsonb_path_exists(template, '$.parameters.* ? (@.hidden == true || @.hidden == "true")')`,
-      [stackId],
-    )
+    const rows = await hiddenParameterTemplates(pool, String(stackId))
     const out = new Set<string>()
     for (const r of rows) {
       const env = (r.environment ?? {}) as Record<string, Record<string, unknown> | undefined>
@@ -265,12 +251,7 @@ export function createReadService(pool: pg.Pool, registry: Registry) {
       return { _error: { value: null, error: redact((err as Error).message, known ?? (await stackSecrets(stack.id))) } }
     }
     if (!Object.keys(snippets).length) return {}
-    const { rows } = await pool.query(
-      `SELECT DISTINCT ON (name) name, type, physical_id, attributes, secret_forms FROM resource
-        WHERE stack_id = $1 AND action IN ('CREATE', 'UPDATE', 'CHECK') AND status = 'COMPLETE' AND current_template_id IS NOT NULL
-        ORDER BY name, id DESC`,
-      [stack.id],
-    )
+    const rows = await outputSourceRows(pool, String(stack.id))
     const values = rows.map((r) => ({
       name: String(r.name),
       physicalId: (r.physical_id as string | null) ?? null,
@@ -303,14 +284,11 @@ export function createReadService(pool: pg.Pool, registry: Registry) {
 
   /** A stack as shown, but for its outputs. Of its template, only the description and parameters are read (not the text, not every resource). */
   async function details(s: Record<string, unknown>) {
-    const { rows } = await pool.query(`SELECT p.* FROM stack s ${PROGRESS_SQL} WHERE s.id = $1`, [s.id])
-    const { rows: [t] } = await pool.query(
-      `SELECT jsonb_build_object('description', template->'description', 'parameters', template->'parameters') AS template, parameters FROM raw_template WHERE id = $1`,
-      [s.raw_template_id],
-    )
+    const progress = await stackProgress(pool, String(s.id))
+    const t = await templateHeading(pool, (s.raw_template_id as string | null) ?? null)
     const secrets = await stackSecrets(s.id)
     return {
-      ...summary({ ...s, ...rows[0], status_reason: redact(String(s.status_reason), secrets) }),
+      ...summary({ ...s, ...progress, status_reason: redact(String(s.status_reason), secrets) }),
       projectId: String(s.project_id),
       description: typeof t?.template?.description === 'string' ? (t.template.description as string) : '',
       timeoutMins: Number(s.timeout_mins),
@@ -326,27 +304,13 @@ export function createReadService(pool: pg.Pool, registry: Registry) {
     stackRow,
 
     async list(actor: Actor, q: ListQuery): Promise<{ stacks: StackSummary[]; next: string | null }> {
-      const args: unknown[] = [actor.projectId]
-      const where = ['s.project_id = $1', 's.deleted_at IS NULL']
-      if (q.status) {
-        args.push(q.status.toUpperCase())
-        where.push(`(s.status = $${args.length} OR s.action || '_' || s.status = $${args.length})`)
-      }
-      if (q.name) {
-        args.push(`%${q.name.replace(/[\\%_]/g, (c) => `\\${c}`)}%`)
-        where.push(`s.name ILIKE $${args.length}`)
-      }
+      let after: { at: string; id: string } | undefined
       if (q.marker) {
         const [at, id] = Buffer.from(q.marker, 'base64url').toString().split('|')
         if (!at || !id || Number.isNaN(Date.parse(at))) throw new ValidationError('invalid marker')
-        args.push(at, id)
-        where.push(`(s.created_at, s.id) < ($${args.length - 1}::timestamptz, $${args.length}::uuid)`)
+        after = { at, id }
       }
-      args.push(q.limit + 1)
-      const { rows } = await pool.query(
-        `SELECT s.*, p.* FROM stack s ${PROGRESS_SQL} WHERE ${where.join(' AND ')} ORDER BY s.created_at DESC, s.id DESC LIMIT $${args.length}`,
-        args,
-      )
+      const rows = await listStacks(pool, actor.projectId, { status: q.status?.toUpperCase(), name: q.name, limit: q.limit + 1, after })
       const page = rows.slice(0, q.limit)
       const last = page.at(-1)
       return {
@@ -379,17 +343,12 @@ export function createReadService(pool: pg.Pool, registry: Registry) {
       const drift = await driftOf(s.id, secrets)
       const driftOfRow = new Map(drift?.current ? drift.resources.map((d) => [d.resourceId, d]) : [])
       // A resource's `description` (a key of its definition) as the stack's template gives it.
-      const { rows: [t] } = await pool.query(`SELECT template->'resources' AS resources FROM raw_template WHERE id = $1`, [s.raw_template_id])
-      const defs = (t?.resources ?? {}) as Record<string, { description?: unknown } | null>
+      const defs = ((await templateResources(pool, (s.raw_template_id as string | null) ?? null)) ?? {}) as Record<string, { description?: unknown } | null>
       const descriptionOf = (name: string) => {
         const d = Object.hasOwn(defs, name) ? defs[name]?.description : undefined
         return typeof d === 'string' ? redact(d, secrets) : ''
       }
-      const { rows } = await pool.query(
-        `SELECT r.*, CASE WHEN w.id IS NULL THEN NULL ELSE w.hostname || ':' || w.pid END AS worker_name FROM resource r LEFT JOIN worker w ON w.id = r.engine_id
-          WHERE r.stack_id = $1 ${opts.id !== undefined ? 'AND r.id = $2' : opts.all ? '' : `AND NOT (r.action = 'DELETE' AND r.status = 'COMPLETE')`} ORDER BY r.name, r.id`,
-        opts.id !== undefined ? [s.id, opts.id] : [s.id],
-      )
+      const rows = await listResources(pool, String(s.id), opts)
       return rows.map((r) => ({
         id: Number(r.id),
         uuid: String(r.uuid),
@@ -421,11 +380,7 @@ export function createReadService(pool: pg.Pool, registry: Registry) {
      */
     async snapshots(actor: Actor, ref: string) {
       const s = await stackRow(actor, ref)
-      const { rows } = await pool.query(
-        `SELECT key, snapshot_of, resource_name, state, created_at FROM outside_object
-          WHERE stack_id = $1 AND project_id = $2 AND kind = 'pg_database' AND snapshot_of IS NOT NULL ORDER BY created_at, key`,
-        [s.id, actor.projectId],
-      )
+      const rows = await listSnapshots(pool, actor.projectId, String(s.id))
       return rows.map((r) => ({ name: String(r.key), of: String(r.snapshot_of), resource: String(r.resource_name), state: String(r.state), takenAt: iso(r.created_at)! }))
     },
 
@@ -439,18 +394,7 @@ export function createReadService(pool: pg.Pool, registry: Registry) {
 
     async events(actor: Actor, ref: string, q: { after?: number; limit: number; resource?: string; traversal?: string }) {
       const s = await stackRow(actor, ref)
-      const args: unknown[] = [s.id, q.after ?? 0]
-      const where = ['stack_id = $1', 'seq > $2']
-      if (q.resource) {
-        args.push(q.resource)
-        where.push(`resource_name = $${args.length}`)
-      }
-      if (q.traversal) {
-        args.push(q.traversal)
-        where.push(`traversal_id = $${args.length}`)
-      }
-      args.push(q.limit)
-      const { rows } = await pool.query(`SELECT * FROM event WHERE ${where.join(' AND ')} ORDER BY seq LIMIT $${args.length}`, args)
+      const rows = await eventsPage(pool, String(s.id), { ...q, after: q.after ?? 0 })
       const secrets = rows.length ? await stackSecrets(s.id) : []
       const events = rows.map((r) => ({
         seq: Number(r.seq),
@@ -470,11 +414,7 @@ export function createReadService(pool: pg.Pool, registry: Registry) {
 
     async traversals(actor: Actor, ref: string) {
       const s = await stackRow(actor, ref)
-      const { rows } = await pool.query(
-        `SELECT id, action, raw_template_id, started_by, started_at, deadline, ended_at, outcome, outcome_reason, superseded_by_id, failure_reason, node_count
-           FROM traversal WHERE stack_id = $1 ORDER BY started_at DESC, id`,
-        [s.id],
-      )
+      const rows = await listTraversals(pool, String(s.id))
       const secrets = await stackSecrets(s.id)
       return rows.map((r) => ({
         id: String(r.id),
@@ -497,16 +437,16 @@ export function createReadService(pool: pg.Pool, registry: Registry) {
       const s = await stackRow(actor, ref)
       const id = traversalId === 'current' ? s.current_traversal_id : traversalId
       if (!id || !/^[0-9a-f-]{36}$/i.test(String(id))) throw new NotFoundError('traversal not found')
-      const { rows } = await pool.query('SELECT t.id, g.graph, t.action, t.outcome FROM traversal t JOIN traversal_graph g ON g.traversal_id = t.id WHERE t.id = $1 AND t.stack_id = $2', [id, s.id])
-      if (!rows[0]) throw new NotFoundError(`traversal ${id} not found`)
-      const graph = rows[0].graph as TraversalGraph
-      const sp = await pool.query('SELECT resource_id, is_update, state, satisfied, required FROM sync_point WHERE traversal_id = $1', [id])
+      const found = await traversalGraph(pool, String(s.id), String(id))
+      if (!found) throw new NotFoundError(`traversal ${id} not found`)
+      const graph = found.graph as TraversalGraph
+      const sp = await syncPointStates(pool, String(id))
       const notes: Record<NodeId, NodeAnnotation> = {}
-      for (const r of sp.rows) notes[`${r.resource_id}:${r.is_update ? 'u' : 'c'}` as NodeId] = { state: String(r.state).toLowerCase(), satisfied: Number(r.satisfied), required: Number(r.required) }
-      const name = `${s.name}-${String(rows[0].action).toLowerCase()}-${String(id).slice(0, 8)}`
+      for (const r of sp) notes[`${r.resource_id}:${r.is_update ? 'u' : 'c'}` as NodeId] = { state: String(r.state).toLowerCase(), satisfied: Number(r.satisfied), required: Number(r.required) }
+      const name = `${s.name}-${String(found.action).toLowerCase()}-${String(id).slice(0, 8)}`
       if (format === 'dot') return { contentType: 'text/vnd.graphviz; charset=utf-8', body: toDot(graph, notes, name), filename: `${name}.dot` }
       if (format === 'graphml') return { contentType: 'application/graphml+xml; charset=utf-8', body: toGraphML(graph, notes), filename: `${name}.graphml` }
-      return { contentType: 'application/json', body: JSON.stringify({ traversalId: id, action: rows[0].action, outcome: rows[0].outcome, elements: toCytoscape(graph, notes) }), filename: `${name}.json` }
+      return { contentType: 'application/json', body: JSON.stringify({ traversalId: id, action: found.action, outcome: found.outcome, elements: toCytoscape(graph, notes) }), filename: `${name}.json` }
     },
 
     outputs: async (actor: Actor, ref: string) => outputs(await stackRow(actor, ref)),
@@ -519,15 +459,10 @@ export function createReadService(pool: pg.Pool, registry: Registry) {
      */
     async traversal(actor: Actor, ref: string, traversalId: string | 'current') {
       const s = await stackRow(actor, ref)
-      const { rows } = await pool.query(
-        `SELECT id, action, raw_template_id, started_by, started_at, deadline, ended_at, outcome, outcome_reason, superseded_by_id, failure_reason, node_count
-           FROM traversal WHERE stack_id = $1 AND ${traversalId === 'current' ? 'id = coalesce($2::uuid, (SELECT id FROM traversal WHERE stack_id = $1 ORDER BY started_at DESC, id LIMIT 1))' : 'id = $2'}`,
-        [s.id, traversalId === 'current' ? s.current_traversal_id : traversalId],
-      )
-      const r = rows[0]
+      const r = await traversalForRead(pool, String(s.id), traversalId === 'current' ? { current: (s.current_traversal_id as string | null) ?? null } : { id: traversalId })
       if (!r) throw new NotFoundError(`traversal ${traversalId} not found`)
       const secrets = await stackSecrets(s.id)
-      const { rows: types } = await pool.query(`SELECT type, array_agg(id ORDER BY id) AS ids FROM resource WHERE stack_id = $1 GROUP BY type`, [s.id])
+      const types = await resourceIdsByType(pool, String(s.id))
       return {
         id: String(r.id),
         action: String(r.action),
@@ -543,16 +478,16 @@ export function createReadService(pool: pg.Pool, registry: Registry) {
         nodeCount: Number(r.node_count),
         current: r.id === s.current_traversal_id,
         stackLastSeq: Number(s.last_seq),
-        types: Object.fromEntries(types.map((t) => [String(t.type), (t.ids as (string | number)[]).map(Number)])) as Record<string, number[]>,
+        types,
       }
     },
 
     /** The template a traversal ran with: its text as written, environment and parameters (hidden ones masked). */
     async traversalTemplate(actor: Actor, ref: string, traversalId: string) {
       const s = await stackRow(actor, ref)
-      const { rows } = await pool.query('SELECT raw_template_id FROM traversal WHERE id = $1 AND stack_id = $2', [traversalId, s.id])
-      if (!rows[0]) throw new NotFoundError(`traversal ${traversalId} not found`)
-      const t = await templateOf(String(rows[0].raw_template_id))
+      const templateId = await traversalTemplateId(pool, String(s.id), traversalId)
+      if (!templateId) throw new NotFoundError(`traversal ${traversalId} not found`)
+      const t = await templateOf(templateId)
       if (!t) throw new NotFoundError('the traversal has no template')
       return { source: String(t.source), environment: maskEnvironment(t, await stackSecrets(s.id)), parameters: maskedParameters(t) }
     },
@@ -565,7 +500,7 @@ export function createReadService(pool: pg.Pool, registry: Registry) {
      */
     async workers(actor: Actor, ref: string, ids: string[]) {
       await stackRow(actor, ref)
-      const { rows } = await pool.query(`SELECT id, hostname, pid, state, stopped_at FROM worker WHERE id = ANY($1::uuid[])`, [ids])
+      const rows = await workersByIds(pool, ids)
       return rows.map((w) => ({ id: String(w.id), name: `${w.hostname}:${w.pid}`, state: String(w.state), stoppedAt: iso(w.stopped_at) }))
     },
 

@@ -10,8 +10,10 @@
  */
 import crypto from 'node:crypto'
 import { isDeepStrictEqual } from 'node:util'
-import type pg from 'pg'
 import type { Db } from '../db/client'
+import { findStack, insertStackWithTemplate, liveStackById, setStackTags, type StackRecord } from '../db/queries/stacks'
+import { heldRowData } from '../db/queries/resources'
+import { immutableParameters, insertTemplate, templateContent, templateInputs } from '../db/queries/templates'
 import { startTraversal, stopTraversal, type StartTraversalInput, type TraversalPlan } from '../db/queries/traversal'
 import { adoptionOf, externalIdRefusal } from '../engine/adoption'
 import { changedTargets } from '../engine/preempt'
@@ -41,20 +43,7 @@ export interface ServiceDeps {
   defaultTimeoutMins: number
 }
 
-export interface StackRecord {
-  id: string
-  projectId: string
-  name: string
-  action: StackAction
-  status: string
-  statusReason: string
-  currentTraversalId: string | null
-  rawTemplateId: string | null
-  lastGoodTemplateId: string | null
-  timeoutMins: number
-  disableRollback: boolean
-  deletedAt: Date | null
-}
+export type { StackRecord }
 
 export interface OperationResult {
   stack: { id: string; name: string }
@@ -96,23 +85,6 @@ export interface UpdateRequest extends Partial<Submission> {
 const STACK_NAME = /^[a-zA-Z][a-zA-Z0-9_.-]{0,254}$/
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
-function toRecord(r: Record<string, unknown>): StackRecord {
-  return {
-    id: String(r.id),
-    projectId: String(r.project_id),
-    name: String(r.name),
-    action: r.action as StackAction,
-    status: String(r.status),
-    statusReason: String(r.status_reason),
-    currentTraversalId: (r.current_traversal_id as string | null) ?? null,
-    rawTemplateId: (r.raw_template_id as string | null) ?? null,
-    lastGoodTemplateId: (r.last_good_template_id as string | null) ?? null,
-    timeoutMins: Number(r.timeout_mins),
-    disableRollback: Boolean(r.disable_rollback),
-    deletedAt: (r.deleted_at as Date | null) ?? null,
-  }
-}
-
 /**
  * The submission an update, a preview or a plan means, given the stack's current template:
  * PATCH semantics (`existing`, or no template) reuse it and its parameters; given ones override.
@@ -131,33 +103,14 @@ export function submissionFrom(current: Pick<StoredTemplateRow, 'source' | 'envi
   }
 }
 
-/** A raw_template row's values after its id and stack id: source, template (JSON text), environment, parameters. */
-function templateValues(source: string, templateText: string, environment: unknown, parameters: unknown): string[] {
-  return [source, templateText, JSON.stringify(environment ?? {}), JSON.stringify(parameters ?? {})]
-}
-
-async function insertTemplate(client: pg.PoolClient, id: string, stackId: string, source: string, templateText: string, environment: unknown, parameters: unknown) {
-  await client.query(`INSERT INTO raw_template (id, stack_id, source, template, environment, parameters) VALUES ($1, $2, $3, $4, $5, $6)`, [
-    id,
-    stackId,
-    ...templateValues(source, templateText, environment, parameters),
-  ])
-}
-
 export function createStackService(deps: ServiceDeps) {
   const { pool } = deps.db
 
   /** A stack of the actor's project by id or name. Other projects' stacks are "not found" (never revealed). */
   async function find(actor: Actor, ref: string, opts: { includeDeleted?: boolean } = {}): Promise<StackRecord> {
-    const byId = UUID.test(ref)
-    const { rows } = await pool.query(
-      byId
-        ? `SELECT * FROM stack WHERE id = $1 AND project_id = $2 ${opts.includeDeleted ? '' : 'AND deleted_at IS NULL'}`
-        : `SELECT * FROM stack WHERE name = $1 AND project_id = $2 AND deleted_at IS NULL`,
-      [ref, actor.projectId],
-    )
-    if (!rows[0]) throw new NotFoundError(`stack ${ref} not found`)
-    return toRecord(rows[0])
+    const stack = await findStack(pool, actor.projectId, ref, { byId: UUID.test(ref), includeDeleted: opts.includeDeleted })
+    if (!stack) throw new NotFoundError(`stack ${ref} not found`)
+    return stack
   }
 
   async function run(input: StartTraversalInput, stack: { id: string; name: string }, action: StackAction): Promise<OperationResult> {
@@ -176,8 +129,7 @@ export function createStackService(deps: ServiceDeps) {
 
   /** A stored template's definition (and its parsed JSON). */
   async function storedDefinition(stack: StackRecord, templateId: string) {
-    const { rows } = await pool.query('SELECT source, template, environment, parameters FROM raw_template WHERE id = $1', [templateId])
-    const t = rows[0]
+    const t = await templateContent(pool, templateId)
     if (!t) throw new ConflictError('the stored template is missing')
     const parsed = t.template && Object.keys(t.template).length ? (t.template as Record<string, unknown>) : null
     try {
@@ -196,12 +148,7 @@ export function createStackService(deps: ServiceDeps) {
    */
   async function refuseImmutableChanges(stack: StackRecord, values: Record<string, unknown>, names: string[]): Promise<void> {
     if (!stack.rawTemplateId) return
-    const { rows } = await pool.query(
-      `SELECT coalesce(array_agg(k), '{}') AS names FROM raw_template, jsonb_each(CASE WHEN jsonb_typeof(template->'parameters') = 'object' THEN template->'parameters' ELSE '{}' END) AS p(k, v)
-        WHERE id = $1 AND (v->'immutable' = 'true'::jsonb OR v->>'immutable' = 'true')`,
-      [stack.rawTemplateId],
-    )
-    const immutable = (rows[0].names as string[]).filter((n) => names.includes(n))
+    const immutable = (await immutableParameters(pool, stack.rawTemplateId)).filter((n) => names.includes(n))
     if (!immutable.length) return
     const before = (await storedDefinition(stack, stack.rawTemplateId)).definition.parameters
     const changed = immutable.filter((n) => !isDeepStrictEqual(before[n] ?? null, values[n] ?? null)).sort()
@@ -215,8 +162,7 @@ export function createStackService(deps: ServiceDeps) {
   async function submissionFor(stack: StackRecord, req: UpdateRequest): Promise<Submission> {
     if (req.template && !req.existing) return submissionFrom(null, req)
     if (!stack.rawTemplateId) throw new ConflictError('the stack has no template to reuse')
-    const { rows } = await pool.query('SELECT source, environment, parameters FROM raw_template WHERE id = $1', [stack.rawTemplateId])
-    return submissionFrom(rows[0] ?? null, req)
+    return submissionFrom(await templateInputs(pool, stack.rawTemplateId), req)
   }
 
   const checkContext = (actor: Actor, stack: StackRecord): CheckContext => ({ catalog: deps.catalog, limits: deps.limits, stackName: stack.name, stackId: stack.id, projectId: actor.projectId })
@@ -231,12 +177,7 @@ export function createStackService(deps: ServiceDeps) {
     const external = plan.external ?? {}
     const names = Object.keys(external)
     if (!names.length) return
-    const { rows } = await pool.query(
-      `SELECT DISTINCT ON (name) name, data FROM resource
-        WHERE stack_id = $1 AND name = ANY($2) AND properties IS NOT NULL AND NOT (action = 'DELETE' AND status = 'COMPLETE')
-        ORDER BY name, id DESC`,
-      [stack.id, names],
-    )
+    const rows = await heldRowData(pool, stack.id, names)
     const issues = rows.flatMap((r) => {
       const e = external[String(r.name)]!
       const why = externalIdRefusal(String(r.name), adoptionOf(r.data), e.externalId, e.fingerprint)
@@ -260,7 +201,7 @@ export function createStackService(deps: ServiceDeps) {
       // Rolling back a create: converge to nothing.
       templateId = crypto.randomUUID()
       const id = templateId
-      before = (c) => insertTemplate(c, id, stack.id, EMPTY_TEMPLATE_SOURCE, '{}', {}, {})
+      before = (c) => insertTemplate(c, stack.id, { id, source: EMPTY_TEMPLATE_SOURCE, templateText: '{}', environment: {}, parameters: {} })
     }
     return run({ stackId: stack.id, action: 'ROLLBACK', rawTemplateId: templateId, plan, startedBy: actor, expectTraversalId: expect, before }, stack, 'ROLLBACK')
   }
@@ -297,19 +238,12 @@ export function createStackService(deps: ServiceDeps) {
             timeoutMins,
             expectTraversalId: null,
             // The stack and its template in one statement (one round trip fewer on the way to the first node).
-            before: async (c) => {
-              await c.query(
-                `WITH s AS (
-                   INSERT INTO stack (id, project_id, name, action, status, status_reason, timeout_mins, disable_rollback, created_by, tags)
-                   VALUES ($1, $2, $3, 'CREATE', 'IN_PROGRESS', 'Stack CREATE started', $4, $5, $6, $7) RETURNING id)
-                 INSERT INTO raw_template (id, stack_id, source, template, environment, parameters)
-                 SELECT $8, s.id, $9, $10, $11, $12 FROM s`,
-                [
-                  stackId, actor.projectId, req.name, timeoutMins, req.disableRollback ?? true, actor.name, req.tags ?? [],
-                  templateId, ...templateValues(checked.source, checked.templateText, checked.environmentJson, checked.parameters),
-                ],
-              )
-            },
+            before: (c) =>
+              insertStackWithTemplate(
+                c,
+                { id: stackId, projectId: actor.projectId, name: req.name, timeoutMins, disableRollback: req.disableRollback ?? true, createdBy: actor.name, tags: req.tags ?? [] },
+                { id: templateId, source: checked.source, templateText: checked.templateText, environment: checked.environmentJson, parameters: checked.parameters },
+              ),
           },
           { id: stackId, name: req.name },
           'CREATE',
@@ -363,8 +297,8 @@ export function createStackService(deps: ServiceDeps) {
             // The version was checked above (and the preempted traversal read): the start commits only if no other operation started since.
             ...(expected || preempt ? { expectTraversalId: stack.currentTraversalId } : {}),
             before: async (c) => {
-              await insertTemplate(c, templateId, stack.id, checked.source, checked.templateText, checked.environmentJson, checked.parameters)
-              if (req.tags) await c.query('UPDATE stack SET tags = $2 WHERE id = $1', [stack.id, req.tags])
+              await insertTemplate(c, stack.id, { id: templateId, source: checked.source, templateText: checked.templateText, environment: checked.environmentJson, parameters: checked.parameters })
+              if (req.tags) await setStackTags(c, stack.id, req.tags)
             },
           },
           stack,
@@ -414,7 +348,7 @@ export function createStackService(deps: ServiceDeps) {
           plan: { names: [], types: {}, dependsOn: {} },
           startedBy: actor.name,
           abortInFlight: true,
-          before: (c) => insertTemplate(c, templateId, stack.id, EMPTY_TEMPLATE_SOURCE, '{}', {}, {}),
+          before: (c) => insertTemplate(c, stack.id, { id: templateId, source: EMPTY_TEMPLATE_SOURCE, templateText: '{}', environment: {}, parameters: {} }),
         },
         stack,
         'DELETE',
@@ -442,9 +376,8 @@ export function createStackService(deps: ServiceDeps) {
 
     /** Worker job: the traversal failed and the stack rolls back on failure. No-op if the stack moved on. */
     async rollbackAfterFailure(stackId: string, failedTraversalId: string): Promise<OperationResult | null> {
-      const { rows } = await pool.query('SELECT * FROM stack WHERE id = $1 AND deleted_at IS NULL', [stackId])
-      if (!rows[0]) return null
-      const stack = toRecord(rows[0])
+      const stack = await liveStackById(pool, stackId)
+      if (!stack) return null
       if (stack.currentTraversalId !== failedTraversalId || stack.status !== 'FAILED') return null
       try {
         return await startRollback(stack, 'automatic rollback', failedTraversalId)

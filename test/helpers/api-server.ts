@@ -81,7 +81,7 @@ export async function startApiServer(c: TestCluster, opts: ApiServerOptions = {}
     stacks,
     plans: createPlanService({ db, catalog: typeCatalog(registry), types: registry, limits, ttlMs: opts.planTtlMs ?? 86_400_000 }, stacks),
     imports: createImportService({ db, catalog: typeCatalog(registry), types: registry, typeConfig, limits, stacks, log }),
-    reads: createReadService(db.pool, registry),
+    reads: createReadService(db, registry),
     accounts: createAccountService(db),
     registry,
     log,

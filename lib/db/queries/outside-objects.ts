@@ -194,3 +194,16 @@ export function outsideObjectStore(pool: pg.Pool, retry: <T>(what: string, fn: (
     adopt: (owner, refs, opts) => retry('adopt outside object', () => adoptOutside(pool, owner, refs, opts)),
   }
 }
+
+/** A snapshot a resource of the stack kept when it was deleted (deletion_policy: Snapshot). */
+export type SnapshotRow = { key: string; snapshot_of: string; resource_name: string; state: string; created_at: Date }
+
+/** The stack's snapshots (of the project), oldest first. */
+export async function listSnapshots(pool: pg.Pool, projectId: string, stackId: string): Promise<SnapshotRow[]> {
+  const { rows } = await pool.query<SnapshotRow>(
+    `SELECT key, snapshot_of, resource_name, state, created_at FROM outside_object
+      WHERE stack_id = $1 AND project_id = $2 AND kind = 'pg_database' AND snapshot_of IS NOT NULL ORDER BY created_at, key`,
+    [stackId, projectId],
+  )
+  return rows
+}

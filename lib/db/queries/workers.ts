@@ -73,3 +73,28 @@ export async function pruneEvents(pool: pg.Pool, keep: number): Promise<number> 
   }
   return deleted
 }
+
+export interface LiveWorker {
+  id: string
+  hostname: string
+  pid: number
+  state: string
+  concurrency: number
+  heartbeatAt: Date
+}
+
+/** Workers not stopped whose heartbeat is younger than a lease, oldest first. */
+export async function liveWorkers(pool: pg.Pool, leaseMs: number): Promise<LiveWorker[]> {
+  const { rows } = await pool.query(
+    `SELECT id, hostname, pid, state, concurrency, heartbeat_at FROM worker
+        WHERE stopped_at IS NULL AND heartbeat_at > now() - $1 * interval '1 millisecond' ORDER BY started_at`,
+    [leaseMs],
+  )
+  return rows.map((w) => ({ id: w.id, hostname: w.hostname, pid: w.pid, state: w.state, concurrency: w.concurrency, heartbeatAt: new Date(w.heartbeat_at) }))
+}
+
+/** The workers with these ids (live or stopped). */
+export async function workersByIds(pool: pg.Pool, ids: string[]): Promise<{ id: string; hostname: string; pid: number; state: string; stopped_at: Date | null }[]> {
+  const { rows } = await pool.query(`SELECT id, hostname, pid, state, stopped_at FROM worker WHERE id = ANY($1::uuid[])`, [ids])
+  return rows
+}
