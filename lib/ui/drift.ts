@@ -6,45 +6,14 @@
  * update, rollback, delete) makes every finding stale, and a new drift check
  * replaces them. Pure.
  */
-import type { DisplayNode, EventRow, GraphModel } from './graph-model'
+import type { DisplayNode, GraphModel } from './graph-model'
+import { STATES, type DriftChange, type DriftMark, type DriftState } from './drift-mark'
 
-export type DriftState = 'IN_SYNC' | 'MODIFIED' | 'DELETED' | 'NOT_CHECKED'
-
-export interface DriftChange {
-  property: string
-  stored: unknown
-  seen: unknown
-}
-
-export interface DriftMark {
-  state: DriftState
-  /** the properties that differ (their values: `changes`, from the listing, masked) */
-  changed: string[]
-  problems: string[]
-  /** when the resource was observed */
-  at: string
-  /** the drift check that found it */
-  traversalId: string
-  /** stored and seen values, when the mark came from the resource listing */
-  changes?: DriftChange[]
-}
-
-const STATES: ReadonlySet<string> = new Set<DriftState>(['IN_SYNC', 'MODIFIED', 'DELETED', 'NOT_CHECKED'])
+export { driftOfEvent, isDrifted, type DriftChange, type DriftMark, type DriftState } from './drift-mark'
 
 /** Actions whose traversal may change resources: once one starts, earlier drift findings no longer hold. */
 const STALES_DRIFT: ReadonlySet<string> = new Set(['CREATE', 'UPDATE', 'ROLLBACK', 'DELETE'])
 
-/** MODIFIED or DELETED: the real thing differs from what Kiln stored. */
-export const isDrifted = (m: DriftMark | null | undefined): boolean => m?.state === 'MODIFIED' || m?.state === 'DELETED'
-
-const strings = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : [])
-
-/** The finding a drift traversal's node event names (`data.drift`), or null. */
-export function driftOfEvent(ev: EventRow): DriftMark | null {
-  const d = ev.data
-  if (!d || typeof d.drift !== 'string' || !STATES.has(d.drift) || !ev.traversalId) return null
-  return { state: d.drift as DriftState, changed: strings(d.changed), problems: strings(d.problems), at: ev.at, traversalId: ev.traversalId }
-}
 
 /** A row of `GET /api/stacks/{stack}/resources` as far as drift goes. */
 export interface ListedDrift {

@@ -11,7 +11,7 @@
  * later deletes it.
  */
 
-import { driftOfEvent, type DriftMark } from './drift'
+import { driftOfEvent, type DriftMark } from './drift-mark'
 
 export type NodeState =
   | 'not-started'
