@@ -85,6 +85,9 @@ async function withClient<T>(ctx: ResourceContext, name: string, fn: (c: pg.Clie
   const url = targetUrl(ctx)
   ctx.signal.throwIfAborted()
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 10_000, application_name: tag })
+  // A server that ends the session (a restart, pg_terminate_backend) between statements emits 'error' on the
+  // client; unheard, it would crash the worker. The statement in flight, if any, fails with it: that is the action's error.
+  client.on('error', () => {})
   // An abort closes the connection; a statement the server is still running is ended by the next attempt (endLeftovers).
   const onAbort = () => void client.end().catch(() => {})
   ctx.signal.addEventListener('abort', onAbort, { once: true })
@@ -122,6 +125,7 @@ async function inDatabase<T>(ctx: ResourceContext, db: string, name: string, fn:
   u.pathname = `/${db}`
   ctx.signal.throwIfAborted()
   const client = new pg.Client({ connectionString: u.toString(), connectionTimeoutMillis: 10_000, application_name: tagFor(name) })
+  client.on('error', () => {}) // as in withClient: the session's end fails the statement in flight, never the worker
   const onAbort = () => void client.end().catch(() => {})
   ctx.signal.addEventListener('abort', onAbort, { once: true })
   try {
