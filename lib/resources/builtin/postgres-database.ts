@@ -81,10 +81,11 @@ const tagFor = (name: string) => `kiln-pg-${createHash('sha256').update(name).di
  */
 const OBSERVER_TAG = 'kiln-pg-observe'
 
-async function withClient<T>(ctx: ResourceContext, name: string, fn: (c: pg.Client) => Promise<T>, tag = tagFor(name)): Promise<T> {
-  const url = targetUrl(ctx)
+async function withClient<T>(ctx: ResourceContext, name: string, fn: (c: pg.Client) => Promise<T>, tag = tagFor(name), db?: string): Promise<T> {
+  const url = new URL(targetUrl(ctx))
+  if (db !== undefined) url.pathname = `/${db}`
   ctx.signal.throwIfAborted()
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 10_000, application_name: tag })
+  const client = new pg.Client({ connectionString: url.toString(), connectionTimeoutMillis: 10_000, application_name: tag })
   // A server that ends the session (a restart, pg_terminate_backend) between statements emits 'error' on the
   // client; unheard, it would crash the worker. The statement in flight, if any, fails with it: that is the action's error.
   client.on('error', () => {})
@@ -120,21 +121,8 @@ async function terminator(c: pg.Client): Promise<string> {
 }
 
 /** A session in database `db` of the target server (as Kiln's user), tagged as acting on `name`. */
-async function inDatabase<T>(ctx: ResourceContext, db: string, name: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
-  const u = new URL(targetUrl(ctx))
-  u.pathname = `/${db}`
-  ctx.signal.throwIfAborted()
-  const client = new pg.Client({ connectionString: u.toString(), connectionTimeoutMillis: 10_000, application_name: tagFor(name) })
-  client.on('error', () => {}) // as in withClient: the session's end fails the statement in flight, never the worker
-  const onAbort = () => void client.end().catch(() => {})
-  ctx.signal.addEventListener('abort', onAbort, { once: true })
-  try {
-    await client.connect()
-    return await fn(client)
-  } finally {
-    ctx.signal.removeEventListener('abort', onAbort)
-    await client.end().catch(() => {})
-  }
+function inDatabase<T>(ctx: ResourceContext, db: string, name: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
+  return withClient(ctx, name, fn, tagFor(name), db)
 }
 
 /** A snapshot's name: stable per row (a retried delete finds the copy it made), at most 63 bytes. */
