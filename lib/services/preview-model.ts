@@ -25,7 +25,8 @@
  */
 import { decideCleanup, decideNode, type RowState, type TypeRules, type UpdateDecision } from '../engine/decide'
 import { chooseRows } from '../engine/graph'
-import type { ExistingRow, ResourceAction, ResourceStatus } from '../engine/types'
+import type { ExistingRow, ResourceAction } from '../engine/types'
+import type { PreviewStateRow } from '../db/queries/preview'
 import { validateProperties } from '../resources/schema'
 import type { PropertySchema, ResourceState } from '../resources/types'
 import { resolveOutputs, resolveProperties } from '../template'
@@ -36,25 +37,8 @@ import type { ConditionChange, OutputChange, PreviewAction, PreviewItem, Preview
 import { MASK, redact } from './secrets'
 import { compareProperties, compareValues, containsUnknown, valueChanges, type Comparison, type ValueChange } from './value-diff'
 
-/** A live resource row (not DELETE_COMPLETE), as the preview reads it. */
-export interface PreviewRow {
-  id: number
-  name: string
-  type: string
-  action: ResourceAction
-  status: ResourceStatus
-  physicalId: string | null
-  properties: Record<string, unknown> | null
-  attributes: Record<string, unknown> | null
-  data: Record<string, unknown> | null
-  currentTemplateId: string | null
-  requires: number[]
-  replaces: number | null
-  replacedBy: number | null
-  deletionPolicy: string
-  /** ms since the epoch (the best-row choice's tie-breaker) */
-  updatedAt: number
-}
+/** A live resource row (not DELETE_COMPLETE), as the preview reads it (without the read's row versions). */
+export type PreviewRow = Omit<PreviewStateRow, 'atomicKey'>
 
 export type PreviewDefinition = Pick<PortableDefinition, 'resources' | 'outputs'> & Pick<StackDefinition, 'conditions' | 'disabled'>
 

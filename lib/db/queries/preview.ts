@@ -32,6 +32,7 @@ export interface PreviewStateRow {
   replaces: number | null
   replacedBy: number | null
   deletionPolicy: string
+  /** ms since the epoch (the best-row choice's tie-breaker) */
   updatedAt: number
   atomicKey: number
 }
