@@ -8,6 +8,7 @@
 import type pg from 'pg'
 import type { ResourceAction, ResourceStatus } from '../../engine/types'
 import { withTransaction } from '../client'
+import { hiddenParameterTemplates } from './templates'
 
 export interface StoredTemplateRow {
   id: string
@@ -63,11 +64,7 @@ export async function readPreviewState(pool: pg.Pool, stackId: string): Promise<
          FROM resource WHERE stack_id = $1 AND NOT (action = 'DELETE' AND status = 'COMPLETE') ORDER BY id`,
       [stackId],
     )
-    const { rows: hidden } = await c.query(
-      `SELECT template->'parameters' AS schemas, parameters, environment FROM raw_template
-        WHERE stack_id = $1 AND jsonb_path_exists(template, '$.parameters.* ? (@.hidden == true || @.hidden == "true")')`,
-      [stackId],
-    )
+    const hidden = await hiddenParameterTemplates(c, stackId)
     return {
       stack: { id: String(s.id), name: String(s.name), projectId: String(s.project_id), status: String(s.status), action: String(s.action), currentTraversalId: s.current_traversal_id ?? null, rawTemplateId: s.raw_template_id ?? null },
       target: t ? { id: String(t.id), source: String(t.source), template: obj(t.template) ?? {}, environment: obj(t.environment) ?? {}, parameters: obj(t.parameters) ?? {} } : null,

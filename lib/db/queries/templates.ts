@@ -83,8 +83,9 @@ export async function templateVersionKey(pool: pg.Pool, stackId: string): Promis
 /** A template of the stack with hidden parameters: their schemas, and the values it was given. */
 export type HiddenParametersRow = { schemas: Record<string, { hidden?: unknown; default?: unknown; type?: unknown } | null> | null; parameters: Record<string, unknown> | null; environment: Record<string, unknown> | null }
 
-export async function hiddenParameterTemplates(pool: pg.Pool, stackId: string): Promise<HiddenParametersRow[]> {
-  const { rows } = await pool.query<HiddenParametersRow>(
+/** On the pool, or inside a caller's transaction (the preview reads it in the same snapshot as the rows). */
+export async function hiddenParameterTemplates(q: pg.Pool | pg.PoolClient, stackId: string): Promise<HiddenParametersRow[]> {
+  const { rows } = await q.query<HiddenParametersRow>(
     `SELECT template->'parameters' AS schemas, parameters, environment FROM raw_template
       WHERE stack_id = $1 AND jsonb_path_exists(template, '$.parameters.* ? (@.hidden == true || @.hidden == "true")')`,
     [stackId],
