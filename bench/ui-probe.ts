@@ -12,7 +12,11 @@
  *   paint that put those events on screen (components/perf-probe.ts);
  * - frame gaps between animation frames while `measuring`;
  * - agreement between the status badge, the progress bar and the graph,
- *   sampled every frame while `measuring`.
+ *   sampled every frame while `measuring`;
+ * - the browser's own account of each frame over 100 ms while `measuring`
+ *   (Long Animation Frames): how much of it was script, how much style,
+ *   layout and paint, and how much neither (the page's thread waiting for
+ *   the CPU, which the machine's other processes hold).
  *
  */
 export interface ProbeState {
@@ -28,6 +32,8 @@ export interface ProbeState {
   examples: string[]
   /** named moments of the page's load (ms after navigation start) */
   marks?: [string, number][]
+  /** frames over 100 ms while measuring: [duration, script, style/layout/paint] ms and the scripts */
+  longFrames: [number, number, number, string][]
 }
 
 /**
@@ -40,8 +46,24 @@ export function probeScript(nodes: number): string {
 }
 
 const PROBE = `function (arg) {
-  const p = { expectNodes: arg.nodes, readyAt: null, shown: [], measuring: false, maxGap: 0, gapsOver100: 0, frames: 0, samples: 0, disagreements: 0, examples: [] }
+  const p = { expectNodes: arg.nodes, readyAt: null, shown: [], measuring: false, maxGap: 0, gapsOver100: 0, frames: 0, samples: 0, disagreements: 0, examples: [], longFrames: [] }
   window.__kilnProbe = p
+  try {
+    new PerformanceObserver((list) => {
+      if (!p.measuring) return
+      for (const e of list.getEntries()) {
+        if (e.duration <= 100) continue
+        let script = 0
+        const top = []
+        for (const s of e.scripts || []) {
+          script += s.duration
+          top.push(Math.round(s.duration) + ' ' + (s.invoker || '?') + ' ' + (s.sourceFunctionName || ''))
+        }
+        const layout = e.styleAndLayoutStart ? e.startTime + e.duration - e.styleAndLayoutStart : 0
+        p.longFrames.push([Math.round(e.duration), Math.round(script), Math.round(layout), top.join(' | ')])
+      }
+    }).observe({ type: 'long-animation-frame' })
+  } catch (e) { /* a browser without Long Animation Frames */ }
   const ACTIVE = ['running', 'deleting', 'ready', 'waiting', 'retriggered', 'blocked']
   const DONE = ['complete', 'deleted', 'skipped', 'replaced', 'failed']
   function counts() {

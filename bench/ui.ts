@@ -78,6 +78,8 @@ function parseArgs(argv: string[]): Args {
 interface RunFigures {
   createS: number
   firstRenderRunningMs: number | null
+  /** the browser's frames over 100 ms: [duration, script, rendering] ms */
+  longFrames: [number, number, number, string][]
   firstRenderIdleMs: number | null
   updateS: number
   events: number
@@ -311,6 +313,7 @@ async function oneRun(ctx: BrowserContext, args: Args, rep: number, h: { call: (
   const pageLat = evs.flatMap((x) => (shown.has(x.seq) ? [shown.get(x.seq)! - Date.parse(x.at)] : []))
   const plainLat = evs.map((x) => x.receivedAt - Date.parse(x.at))
   say(`update: ${evs.length} events in ${updateS.toFixed(1)} s; HTTP ${JSON.stringify(bytes.byPath)}`)
+  say(`long frames [ms: total = script + style/layout/paint + other (scripts)]:\n${p.longFrames.map(([d, sc, r, top]) => `    ${d} = ${sc} + ${r} + ${Math.max(0, d - sc - r)} (${top})`).join('\n') || 'none'}`)
   sub.close()
 
   // 4. The big stack: grouped view while it is created.
@@ -351,6 +354,7 @@ async function oneRun(ctx: BrowserContext, args: Args, rep: number, h: { call: (
     eventsNeverShown: evs.length - pageLat.length,
     maxFrameMs: Math.round(p.maxGap),
     framesOver100: p.gapsOver100,
+    longFrames: p.longFrames,
     httpBytes: bytes.http,
     wsBytes: bytes.ws,
     httpRequests: bytes.requests,

@@ -23,7 +23,11 @@ import { probeMark, reportPainted, reportShown } from './perf-probe'
 
 /** Above this many nodes Cytoscape's economies are on. */
 export const BIG_GRAPH = 300
-/** In a big graph, edges are drawn only from this zoom on: further out they are a grey haze that costs every frame. */
+/**
+ * In a big graph, edges are drawn only from this zoom on: further out they are a grey haze. They are
+ * then taken out of Cytoscape, not hidden: its renderer visits every element it holds on every frame,
+ * hidden or not, and 1,800 hidden edges double the cost of redrawing 1,000 nodes.
+ */
 const EDGES_FROM_ZOOM = 0.3
 const MINIMAP_ABOVE = 200
 
@@ -159,11 +163,7 @@ export function LiveGraph(p: Props) {
       c.on('zoom', () => {
         frame ||= requestAnimationFrame(() => {
           frame = 0
-          const far = c.zoom() < EDGES_FROM_ZOOM
-          if (far !== c.scratch('far')) {
-            c.scratch('far', far)
-            c.batch(() => c.edges().toggleClass('far', far))
-          }
+          if (drawn.current) setFar(c, drawn.current, c.zoom() < EDGES_FROM_ZOOM)
         })
       })
     }
@@ -218,13 +218,12 @@ export function LiveGraph(p: Props) {
         d.state.set(u.id, look.cls)
         els.push({ group: 'nodes', data: { id: u.id, label: look.label, ...(u.parent ? { parent: u.parent } : {}) }, classes: look.cls, ...(u.kind === 'box' ? {} : { position: { ...view.positions.get(u.id)! } }) })
       }
-      for (const e of view.edges) els.push({ group: 'edges', data: { id: e.id, source: e.source, target: e.target }, classes: e.kind === 'replaces' ? 'replaces' : '' })
       host.current?.removeAttribute('data-painted')
       // The viewport is kept when the drawing is the same shape as before (a new traversal of the same stack).
       if (!previous || previous !== view.kept || c.zoom() === 1) fitPositions(c, view.positions)
       const far = big && c.zoom() < EDGES_FROM_ZOOM
       c.scratch('far', far)
-      if (far) for (const e of els) if (e.group === 'edges') e.classes = `${e.classes ?? ''} far`
+      if (!far) for (const e of view.edges) els.push(edgeElement(e, false))
       c.add(els)
       drawn.current = d
     }
@@ -312,8 +311,8 @@ export function LiveGraph(p: Props) {
       if (i > 0) next.add(`${p.critical[i - 1]}->${id}`)
     })
     c.batch(() => {
-      for (const id of d.crit) if (!next.has(id)) c.getElementById(id).removeClass('crit')
-      for (const id of next) if (!d.crit.has(id)) c.getElementById(id).addClass('crit')
+      for (const id of d.crit) if (!next.has(id)) keepEdgeOut(c, c.getElementById(id).removeClass('crit'))
+      for (const id of next) if (!d.crit.has(id)) edgeIn(c, d.view, id).addClass('crit')
     })
     d.crit = next
     // eslint-disable-next-line react-hooks/exhaustive-deps
@@ -366,6 +365,36 @@ export function LiveGraph(p: Props) {
       )}
     </div>
   )
+}
+
+function edgeElement(e: ViewGraph['edges'][number], dim: boolean): ElementDefinition {
+  return { group: 'edges', data: { id: e.id, source: e.source, target: e.target }, classes: `${e.kind === 'replaces' ? 'replaces' : ''}${dim ? ' dim' : ''}` }
+}
+
+/**
+ * Far out (a big graph below EDGES_FROM_ZOOM) the edges leave Cytoscape, all but the critical
+ * path's; nearer they come back from the view (dimmed if a search is on).
+ */
+function setFar(c: Core, d: Drawn, far: boolean) {
+  if (far === Boolean(c.scratch('far'))) return
+  c.scratch('far', far)
+  c.batch(() => {
+    if (far) c.edges().not('.crit').remove()
+    else c.add(d.view.edges.filter((e) => c.getElementById(e.id).empty()).map((e) => edgeElement(e, d.highlight !== null)))
+  })
+}
+
+/** An edge that is not to be drawn now (far out, not on the critical path) leaves Cytoscape. */
+function keepEdgeOut(c: Core, e: cytoscape.CollectionReturnValue) {
+  if (c.scratch('far') && e.nonempty() && e.isEdge() && !e.hasClass('crit')) e.remove()
+}
+
+/** An edge by id, added from the view if it was left out (the critical path is drawn at every zoom). */
+function edgeIn(c: Core, v: ViewGraph, id: string): cytoscape.CollectionReturnValue {
+  const el = c.getElementById(id)
+  if (el.nonempty() || !c.scratch('far')) return el
+  const e = v.edges.find((x) => x.id === id)
+  return e ? c.add(edgeElement(e, false)) : el
 }
 
 /** The nodes drawn with a drift mark now, by name and kind (what the canvas shows, for the browser tests). */
@@ -431,7 +460,7 @@ function addReplacement(c: Core, m: GraphModel, d: Drawn, id: string, expanded: 
     const eid = `${s}${e.kind === 'replaces' ? '=>' : '->'}${t}`
     if (c.getElementById(eid).nonempty()) continue
     v.edges.push({ id: eid, source: s, target: t, kind: e.kind })
-    c.add({ group: 'edges', data: { id: eid, source: s, target: t }, classes: `${e.kind === 'replaces' ? 'replaces' : ''}${c.scratch('far') ? ' far' : ''}` })
+    if (!c.scratch('far')) c.add(edgeElement({ id: eid, kind: e.kind, source: s, target: t }, d.highlight !== null))
   }
   return unit
 }

@@ -149,8 +149,7 @@ export function stylesheet(theme: Theme, big: boolean): cytoscape.StylesheetJson
         ? { width: 1, 'line-color': line, 'curve-style': 'haystack', 'haystack-radius': 0, opacity: 0.6 }
         : { width: 1.5, 'line-color': line, 'target-arrow-color': line, 'target-arrow-shape': 'triangle', 'curve-style': 'straight', 'arrow-scale': 0.8 },
     },
-    { selector: 'edge.far', style: { display: 'none' } },
-    // the critical path stays drawn at every zoom, edges hidden or not
+    // the critical path stays drawn at every zoom, other edges shown or not
     { selector: 'edge.crit', style: { display: 'element', width: 3.5, 'line-color': '#f59e0b', 'target-arrow-color': '#f59e0b', opacity: 1 } },
     { selector: 'edge.dim', style: { opacity: 0.1 } },
     {

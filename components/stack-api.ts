@@ -54,8 +54,29 @@ export const fetchTraversals = async (stackId: string) => (await api<{ traversal
 export const fetchTraversal = async (stackId: string, traversalId: string | 'current') =>
   (await api<{ traversal: TraversalMeta }>('GET', `/api/stacks/${stackId}/traversals/${traversalId}`)).traversal
 
-export const fetchGraph = async (stackId: string, traversalId: string) =>
-  (await api<{ elements: GraphElements }>('GET', `/api/stacks/${stackId}/traversals/${traversalId}/graph`)).elements
+export const fetchGraph = async (stackId: string, traversalId: string) => (await fetchGraphOf(stackId, traversalId)).elements
+
+/** A traversal's graph and which traversal it is (`current` is resolved by the server). */
+export const fetchGraphOf = async (stackId: string, traversalId: string | 'current') =>
+  api<{ traversalId: string; elements: GraphElements }>('GET', `/api/stacks/${stackId}/traversals/${traversalId}/graph`)
+
+/**
+ * The current traversal's meta, graph and events in one round trip beside the
+ * stack's own (the live view's first load), or null when there is none or a
+ * new traversal started between the three answers.
+ */
+export async function fetchCurrent(stackId: string, mark: (name: string) => void = () => {}): Promise<{ meta: TraversalMeta; graph: GraphElements; ev: { events: EventRow[]; lastSeq: number } } | null> {
+  try {
+    const [meta, g, ev] = await Promise.all([
+      fetchTraversal(stackId, 'current').finally(() => mark('traversal')),
+      fetchGraphOf(stackId, 'current').finally(() => mark('graph')),
+      fetchEvents(stackId, { after: 0, traversal: 'current' }).finally(() => mark('events')),
+    ])
+    return meta.id === g.traversalId && meta.id === ev.traversalId ? { meta, graph: g.elements, ev } : null
+  } catch {
+    return null
+  }
+}
 
 /** hostname:pid of the workers the stack's events named (those ids only: at most 100 at a time). */
 export async function fetchWorkers(stackId: string, ids: Iterable<string>): Promise<Map<string, string>> {
@@ -76,20 +97,23 @@ export function workerIds(events: EventRow[]): string[] {
 }
 
 /** Events after `after` (of one traversal, or all), every page of them; `lastSeq` is the stack's when the last page was read. */
-export async function fetchEvents(stackId: string, opts: { after: number; traversal?: string }): Promise<{ events: EventRow[]; lastSeq: number }> {
+/** Events after `after`, every page; `traversal: 'current'` is resolved by the first page (`traversalId` says to which). */
+export async function fetchEvents(stackId: string, opts: { after: number; traversal?: string }): Promise<{ events: EventRow[]; lastSeq: number; traversalId?: string | null }> {
   const out: EventRow[] = []
   let after = opts.after
   let lastSeq: number
+  let traversal = opts.traversal
   for (;;) {
     const q = new URLSearchParams({ after: String(after), limit: String(EVENTS_PAGE) })
-    if (opts.traversal) q.set('traversal', opts.traversal)
-    const r = await api<{ events: EventRow[]; lastSeq: number }>('GET', `/api/stacks/${stackId}/events?${q}`)
+    if (traversal) q.set('traversal', traversal)
+    const r = await api<{ events: EventRow[]; lastSeq: number; traversalId?: string | null }>('GET', `/api/stacks/${stackId}/events?${q}`)
     out.push(...r.events)
     lastSeq = Math.max(r.lastSeq, r.events.at(-1)?.seq ?? 0)
-    if (r.events.length < EVENTS_PAGE) break
+    if (r.traversalId !== undefined) traversal = r.traversalId ?? undefined
+    if (r.events.length < EVENTS_PAGE || !traversal && opts.traversal) break
     after = r.events.at(-1)!.seq
   }
-  return { events: out, lastSeq }
+  return { events: out, lastSeq, ...(opts.traversal ? { traversalId: traversal ?? null } : {}) }
 }
 
 /** Row id -> resource type, from the traversal's `types`. */

@@ -31,7 +31,7 @@ import { applyEvents, initialModel, type EventRow, type GraphElements, type Grap
 import { api, ApiError } from './api'
 import { probeMark } from './perf-probe'
 import { getSocket } from './socket'
-import { fetchEvents, fetchGraph, fetchStack, fetchTraversal, fetchTraversals, fetchWorkers, typesById, workerIds, type StackShow, type TraversalMeta, type TraversalRow } from './stack-api'
+import { fetchCurrent, fetchEvents, fetchGraph, fetchStack, fetchTraversal, fetchTraversals, fetchWorkers, typesById, workerIds, type StackShow, type TraversalMeta, type TraversalRow } from './stack-api'
 
 export type { StackShow, TraversalRow, TraversalMeta }
 
@@ -233,15 +233,20 @@ export function useStackLive(stackId: string, pinned: string | null = null): Sta
     L.held = true
     try {
       probeMark('load')
-      const [stack, traversals] = await Promise.all([fetchStack(stackId), fetchTraversals(stackId)])
-      probeMark('stack')
+      // The current traversal is asked for beside the stack (one round trip, not two); if it is not
+      // the one the stack names (a traversal started in between), the one named is asked for below.
+      const [stack, traversals, current] = await Promise.all([
+        fetchStack(stackId).finally(() => probeMark('stack')),
+        fetchTraversals(stackId),
+        pinned ? null : fetchCurrent(stackId, probeMark),
+      ])
       if (gen !== L.generation) return
       Object.assign(L, { stack, traversals, workers: new Map(), lastWorkersFetch: 0, drift: new Map() })
       L.marksEpoch++
       const tid = pinned ?? stack.currentTraversalId ?? traversals[0]?.id ?? null
       L.status = statusOf(stack, stack.status === 'FAILED' && traversals.find((t) => t.id === tid)?.outcome === 'CANCELLED')
       if (tid) {
-        const [meta, graph, ev] = await Promise.all([
+        const [meta, graph, ev] = current?.meta.id === tid ? [current.meta, current.graph, current.ev] : await Promise.all([
           fetchTraversal(stackId, tid).finally(() => probeMark('traversal')),
           fetchGraph(stackId, tid).finally(() => probeMark('graph')),
           fetchEvents(stackId, { after: 0, traversal: tid }).finally(() => probeMark('events')),

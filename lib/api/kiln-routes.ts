@@ -198,7 +198,8 @@ export function kilnRoutes(d: ApiDeps, router: Router<Principal>, signals: Signa
           after: intParam(q.get('after'), 0, 0, Number.MAX_SAFE_INTEGER, 'after'),
           limit: intParam(q.get('limit'), 200, 1, 5000, 'limit'),
           ...(q.get('resource') ? { resource: q.get('resource')! } : {}),
-          ...(q.get('traversal') ? { traversal: uuid(q.get('traversal')!, 'traversal') } : {}),
+          // `current`: the stack's current traversal, resolved with the page (the answer's traversalId says which; null: none runs)
+          ...(q.get('traversal') ? { traversal: q.get('traversal') === 'current' ? 'current' : uuid(q.get('traversal')!, 'traversal') } : {}),
         }),
       )
     })

@@ -74,7 +74,7 @@ export function openApiDocument(): Record<string, unknown> {
     { method: 'post', path: '/api/stacks/{stack}/resources/{resource}/signal', summary: 'Signal an OS::Heat::WaitConditionHandle (a project token, or the handle’s own token)', body: s.SignalBody, ok: 200 },
     { method: 'get', path: '/api/stacks/{stack}/workers', summary: 'hostname:pid of the workers named by the given ids (ids=a,b,…; at most 100), as the stack page shows lock holders', query: ['ids'], ok: 200 },
     { method: 'get', path: '/api/stacks/{stack}/resources/{resource}', summary: 'One resource row by id (deleted ones too)', ok: 200 },
-    { method: 'get', path: '/api/stacks/{stack}/events', summary: 'Events after a sequence number (resume after any gap)', query: ['after', 'limit', 'resource', 'traversal'], ok: 200 },
+    { method: 'get', path: '/api/stacks/{stack}/events', summary: 'Events after a sequence number (resume after any gap); `traversal` filters by a traversal id or `current` (the answer then names it as `traversalId`)', query: ['after', 'limit', 'resource', 'traversal'], ok: 200 },
     { method: 'get', path: '/api/stacks/{stack}/traversals', summary: 'Traversal history: action, who, outcome, superseded by', ok: 200 },
     { method: 'get', path: '/api/stacks/{stack}/traversals/{traversal}', summary: 'One traversal (id, or `current`: the running or latest one) with the resource type of every row', ok: 200 },
     { method: 'get', path: '/api/stacks/{stack}/traversals/{traversal}/graph', summary: 'A traversal graph (traversal id or `current`) as Cytoscape JSON, DOT or GraphML', query: ['format'], ok: 200 },

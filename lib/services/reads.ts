@@ -394,7 +394,10 @@ export function createReadService(db: Db, registry: Registry) {
 
     async events(actor: Actor, ref: string, q: { after?: number; limit: number; resource?: string; traversal?: string }) {
       const s = await stackRow(actor, ref)
-      const rows = await eventsPage(pool, String(s.id), { ...q, after: q.after ?? 0 })
+      // `current` is resolved from the same stack row as lastSeq, so the answer says which traversal it is.
+      const traversal = q.traversal === 'current' ? ((s.current_traversal_id as string | null) ?? null) : q.traversal
+      if (q.traversal === 'current' && traversal === null) return { stackId: String(s.id), lastSeq: Number(s.last_seq), traversalId: null, events: [] }
+      const rows = await eventsPage(pool, String(s.id), { ...q, after: q.after ?? 0, ...(traversal ? { traversal } : {}) })
       const secrets = rows.length ? await stackSecrets(s.id) : []
       const events = rows.map((r) => ({
         seq: Number(r.seq),
@@ -409,7 +412,7 @@ export function createReadService(db: Db, registry: Registry) {
         data: redact((r.data as Record<string, unknown> | null) ?? null, secrets),
         at: iso(r.created_at)!,
       }))
-      return { stackId: String(s.id), lastSeq: Number(s.last_seq), events }
+      return { stackId: String(s.id), lastSeq: Number(s.last_seq), ...(q.traversal ? { traversalId: traversal ?? null } : {}), events }
     },
 
     async traversals(actor: Actor, ref: string) {

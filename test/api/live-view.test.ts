@@ -74,6 +74,14 @@ describe('live view reads', () => {
       'OS::Heat::None': rows.filter((r) => r.name === 'second').map((r) => r.id),
     })
     expect((await api.call('GET', `/api/stacks/${id}/traversals/current`)).body.traversal.id).toBe(first)
+    // the current traversal's events and graph, each naming the traversal it resolved (the live view's first load)
+    const ev = await api.call('GET', `/api/stacks/${id}/events?after=0&traversal=current`)
+    expect(ev.body.traversalId).toBe(first)
+    expect(ev.body.events.length).toBeGreaterThan(0)
+    expect(ev.body.events.every((e: { traversalId: string }) => e.traversalId === first)).toBe(true)
+    expect((await api.call('GET', `/api/stacks/${id}/traversals/current/graph`)).body.traversalId).toBe(first)
+    // anything else that is not a traversal id names no traversal
+    expect((await api.call('GET', `/api/stacks/${id}/events?after=0&traversal=latest`)).status).toBe(404)
   })
 
   test('after a cancel without rollback the stack has no current traversal; `current` is the cancelled one', async () => {
@@ -85,6 +93,9 @@ describe('live view reads', () => {
     expect((await c.stack(id)).currentTraversalId).toBeNull()
     const t = await api.call('GET', `/api/stacks/${id}/traversals/current`)
     expect(t.body.traversal).toMatchObject({ id: upd.body.traversalId, outcome: 'CANCELLED', current: false })
+    // no current traversal: its events are none, and the answer says so
+    const ev = await api.call('GET', `/api/stacks/${id}/events?after=0&traversal=current`)
+    expect(ev.body).toMatchObject({ traversalId: null, events: [] })
     // the cancelled update's wait is still in flight: let it finish before the next reads
     expect((await api.call('POST', `/api/stacks/${id}/resources/gate_handle/signal`, { body: {} })).status).toBe(200)
     await c.waitFor(async () => (await c.rows(id)).every((r) => r.engine_id === null), 30_000, 'the in-flight wait to finish')
