@@ -143,6 +143,20 @@ class Subscriber {
   }
 }
 
+/**
+ * Deletes a stack and waits for the delete to end: a delete of 10,000
+ * resources still running would share the cores with the next measurement.
+ */
+async function deleteAndWait(h: { call: (m: string, p: string, b?: unknown) => Promise<any>; base: string; token: string }, stackId: string): Promise<void> {
+  const sub = await Subscriber.open(h.base, h.token, stackId)
+  try {
+    const del = await h.call('DELETE', `/api/stacks/${stackId}`)
+    if (del?.traversalId) await sub.settled(del.traversalId as string, 600_000)
+  } finally {
+    sub.close()
+  }
+}
+
 /** Bytes the page downloads from now on (HTTP bodies as sent, WebSocket frames), through the DevTools protocol. */
 async function countBytes(page: Page): Promise<{ cdp: CDPSession; read(): { http: number; ws: number; requests: number; byPath: Record<string, number> } }> {
   const cdp = await page.context().newCDPSession(page)
@@ -318,7 +332,7 @@ async function oneRun(ctx: BrowserContext, args: Args, rep: number, h: { call: (
 
   // 4. The big stack: grouped view while it is created.
   await page.goto('about:blank')
-  await h.call('DELETE', `/api/stacks/${stackId}`)
+  await deleteAndWait(h, stackId)
   let bigFirstRenderMs: number | null = null
   let bigFollowed = false
   let bigCreateS = 0
@@ -339,7 +353,7 @@ async function oneRun(ctx: BrowserContext, args: Args, rep: number, h: { call: (
     say(`${args.big} nodes: first render ${bigFirstRenderMs} ms (${bigMarks}); followed to the end: ${bigFollowed}`)
     bigSub.close()
     await bigPage.close()
-    await h.call('DELETE', `/api/stacks/${big.stack.id}`)
+    await deleteAndWait(h, big.stack.id)
   }
   await page.close()
 
