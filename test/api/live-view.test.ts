@@ -7,6 +7,8 @@
  * without its outputs, and events in pages of up to 5,000. Another project's
  * stack answers like a missing one on each.
  */
+import http from 'node:http'
+import zlib from 'node:zlib'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { startApiServer, type ApiServer } from '../helpers/api-server'
 import { TestCluster } from '../helpers/cluster'
@@ -99,6 +101,32 @@ describe('live view reads', () => {
     // the cancelled update's wait is still in flight: let it finish before the next reads
     expect((await api.call('POST', `/api/stacks/${id}/resources/gate_handle/signal`, { body: {} })).status).toBe(200)
     await c.waitFor(async () => (await c.rows(id)).every((r) => r.engine_id === null), 30_000, 'the in-flight wait to finish')
+  })
+
+  test('big answers go gzipped to a client that accepts gzip, as they are to one that does not; small ones as they are', async () => {
+    const get = (path: string, encoding: string) =>
+      new Promise<{ headers: http.IncomingHttpHeaders; body: Buffer }>((resolve, reject) => {
+        http.get(`${api.url}${path}`, { headers: { 'x-auth-token': api.a.token, 'accept-encoding': encoding } }, (res) => {
+          const chunks: Buffer[] = []
+          res.on('data', (c: Buffer) => chunks.push(c)).on('end', () => resolve({ headers: res.headers, body: Buffer.concat(chunks) })).on('error', reject)
+        }).on('error', reject)
+      })
+    // the events of the first traversal: a few KB of JSON
+    const path = `/api/stacks/${id}/events?after=0`
+    const plain = await get(path, 'identity')
+    expect(plain.headers['content-encoding']).toBeUndefined()
+    expect(plain.body.length).toBeGreaterThan(2048)
+    const zipped = await get(path, 'gzip, deflate')
+    expect(zipped.headers['content-encoding']).toBe('gzip')
+    expect(zipped.headers.vary).toMatch(/Accept-Encoding/)
+    expect(zipped.body.length).toBeLessThan(plain.body.length / 2)
+    expect(JSON.parse(zlib.gunzipSync(zipped.body).toString())).toEqual(JSON.parse(plain.body.toString()))
+    // gzip refused by q=0: as it is
+    expect((await get(path, 'gzip;q=0, identity')).headers['content-encoding']).toBeUndefined()
+    // a small answer is not worth it
+    const small = await get(`/api/stacks/${id}/outputs`, 'gzip')
+    expect(small.body.length).toBeLessThan(2048)
+    expect(small.headers['content-encoding']).toBeUndefined()
   })
 
   test("a past traversal's template: its text as written, its parameters with hidden values masked", async () => {
