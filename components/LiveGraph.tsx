@@ -163,7 +163,7 @@ export function LiveGraph(p: Props) {
       c.on('zoom', () => {
         frame ||= requestAnimationFrame(() => {
           frame = 0
-          if (drawn.current) setFar(c, drawn.current, c.zoom() < EDGES_FROM_ZOOM, props.current.theme)
+          if (drawn.current) setFar(c, drawn.current, c.zoom() < EDGES_FROM_ZOOM)
         })
       })
     }
@@ -176,8 +176,7 @@ export function LiveGraph(p: Props) {
   }, [big])
 
   useEffect(() => {
-    const c = cyRef.current
-    c?.style(stylesheet(p.theme, big, Boolean(c.scratch('far'))))
+    cyRef.current?.style(stylesheet(p.theme, big))
   }, [p.theme, big])
 
   const expandedKey = [...p.expanded].sort().join('|')
@@ -223,9 +222,8 @@ export function LiveGraph(p: Props) {
       // The viewport is kept when the drawing is the same shape as before (a new traversal of the same stack).
       if (!previous || previous !== view.kept || c.zoom() === 1) fitPositions(c, view.positions)
       const far = big && c.zoom() < EDGES_FROM_ZOOM
-      // The stylesheet before the elements: set after, it would style every one of them twice.
-      if (far !== Boolean(c.scratch('far'))) c.style(stylesheet(p.theme, big, far))
       c.scratch('far', far)
+      if (far) for (const [i, u] of view.units.entries()) if (u.kind === 'node') els[i]!.classes = `${els[i]!.classes} nl`
       if (!far) for (const e of view.edges) els.push(edgeElement(e, false))
       c.add(els)
       drawn.current = d
@@ -376,17 +374,17 @@ function edgeElement(e: ViewGraph['edges'][number], dim: boolean): ElementDefini
 
 /**
  * Far out (a big graph below EDGES_FROM_ZOOM) the edges leave Cytoscape, all but the critical
- * path's, and the nodes' labels go (graph-style's `far`); nearer they come back, the edges from
+ * path's, and the nodes' labels go (graph-style's `nl`); nearer they come back, the edges from
  * the view (dimmed if a search is on).
  */
-function setFar(c: Core, d: Drawn, far: boolean, theme: Theme) {
+function setFar(c: Core, d: Drawn, far: boolean) {
   if (far === Boolean(c.scratch('far'))) return
   c.scratch('far', far)
   c.batch(() => {
+    c.nodes().not('.group, .box').toggleClass('nl', far)
     if (far) c.edges().not('.crit').remove()
     else c.add(d.view.edges.filter((e) => c.getElementById(e.id).empty()).map((e) => edgeElement(e, d.highlight !== null)))
   })
-  c.style(stylesheet(theme, true, far))
 }
 
 /** An edge that is not to be drawn now (far out, not on the critical path) leaves Cytoscape. */
@@ -450,7 +448,7 @@ function addReplacement(c: Core, m: GraphModel, d: Drawn, id: string, expanded: 
       if (was && (was.x !== pt.x || was.y !== pt.y)) c.getElementById(k).position({ ...pt })
     }
     const look = unitLook(m, v, id, false)
-    c.add({ group: 'nodes', data: { id, label: look.label, ...(parent ? { parent } : {}) }, classes: look.cls, position: { ...at } })
+    c.add({ group: 'nodes', data: { id, label: look.label, ...(parent ? { parent } : {}) }, classes: `${look.cls}${c.scratch('far') ? ' nl' : ''}`, position: { ...at } })
     d.label.set(id, look.label)
     d.state.set(id, look.cls)
     v.units.push({ id, kind: 'node', parent: parent ?? null })

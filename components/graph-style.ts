@@ -109,13 +109,7 @@ export function countsLine(counts: Partial<Record<NodeState, number>>): string {
 
 export const NODE_SIZE = { w: 150, h: 44 }
 
-/**
- * `far`: a big graph zoomed out past reading (components/LiveGraph.tsx): its
- * nodes carry no label at all, not merely an undrawn one, since Cytoscape
- * still measures and looks up an undrawn label for every node on every frame
- * (a fifth of a 1,000-node redraw). Groups keep theirs: they are drawn bigger.
- */
-export function stylesheet(theme: Theme, big: boolean, far = false): cytoscape.StylesheetJson {
+export function stylesheet(theme: Theme, big: boolean): cytoscape.StylesheetJson {
   const fg = theme === 'dark' ? '#e5e7eb' : '#111827'
   const line = theme === 'dark' ? '#64748b' : '#94a3b8'
   const states = (Object.keys(LOOKS) as NodeState[]).map((s) => {
@@ -131,7 +125,10 @@ export function stylesheet(theme: Theme, big: boolean, far = false): cytoscape.S
         'text-max-width': `${NODE_SIZE.w - 8}px`,
       } as never,
     },
-    ...(far ? [{ selector: 'node', style: { label: '' } }, { selector: 'node.group, node.box', style: { label: 'data(label)' } }] : []),
+    // `nl`: a node of a big graph zoomed out past reading (components/LiveGraph.tsx) carries no label at all, not
+    // merely an undrawn one: Cytoscape still measures and looks up an undrawn label on every frame (a fifth of a
+    // 1,000-node redraw). A class, not another stylesheet: setting a stylesheet parses it all again.
+    { selector: 'node.nl', style: { label: '' } },
     ...states,
     // the critical path: its edges in amber, its nodes' borders thicker (their colour still says their state)
     { selector: 'node.crit', style: { 'border-width': 4 } },
