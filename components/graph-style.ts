@@ -154,7 +154,7 @@ export function stylesheet(theme: Theme, big: boolean): cytoscape.StylesheetJson
         : { width: 1.5, 'line-color': line, 'target-arrow-color': line, 'target-arrow-shape': 'triangle', 'curve-style': 'straight', 'arrow-scale': 0.8 },
     },
     // the critical path stays drawn at every zoom, other edges shown or not
-    { selector: 'edge.crit', style: { display: 'element', width: 3.5, 'line-color': '#f59e0b', 'target-arrow-color': '#f59e0b', opacity: 1 } },
+    { selector: 'edge.crit', style: { width: 3.5, 'line-color': '#f59e0b', 'target-arrow-color': '#f59e0b', opacity: 1 } },
     { selector: 'edge.dim', style: { opacity: 0.1 } },
     {
       selector: 'edge.replaces',

@@ -96,8 +96,10 @@ export function workerIds(events: EventRow[]): string[] {
   return [...out]
 }
 
-/** Events after `after` (of one traversal, or all), every page of them; `lastSeq` is the stack's when the last page was read. */
-/** Events after `after`, every page; `traversal: 'current'` is resolved by the first page (`traversalId` says to which). */
+/**
+ * Events after `after` (of one traversal, or all), every page of them; `lastSeq` is the stack's when the last
+ * page was read. `traversal: 'current'` is resolved by the first page (`traversalId` says to which).
+ */
 export async function fetchEvents(stackId: string, opts: { after: number; traversal?: string }): Promise<{ events: EventRow[]; lastSeq: number; traversalId?: string | null }> {
   const out: EventRow[] = []
   let after = opts.after

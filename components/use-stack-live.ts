@@ -351,7 +351,6 @@ export function useStackLive(stackId: string, pinned: string | null = null): Sta
     if (L.queue.length) schedule(cost > 12 ? cost : 0)
   }
 
-
   /** Folds the stream's events of the shown traversal into the model and redraws. */
   function fold(all: EventRow[]) {
     const m = L.model

@@ -76,7 +76,7 @@ function compressible(body: Buffer, headers: Record<string, string | string[]>, 
 }
 
 /** Accept-Encoding names gzip (or *) without q=0. */
-export function acceptsGzip(header: string): boolean {
+function acceptsGzip(header: string): boolean {
   for (const part of header.split(',')) {
     const [name, ...params] = part.trim().toLowerCase().split(';')
     if (name !== 'gzip' && name !== '*') continue

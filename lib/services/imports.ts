@@ -14,7 +14,7 @@ import crypto from 'node:crypto'
 import { isDeepStrictEqual } from 'node:util'
 import type { Db } from '../db/client'
 import { adoptOutside, findOutside } from '../db/queries/outside-objects'
-import { allHeldRowData } from '../db/queries/resources'
+import { heldRowData } from '../db/queries/resources'
 import { liveStackNamed } from '../db/queries/stacks'
 import { adoptionOf, externalIdRefusal } from '../engine/adoption'
 import type { Logger } from '../logger'
@@ -136,7 +136,7 @@ export function createImportService(deps: ImportDeps) {
       const secrets = secretList(hiddenValues(template.parameters as never, [c.parameters, env.parameters, env.parameter_defaults]))
       const held = new Map<string, Record<string, unknown> | null>()
       if (stack) {
-        for (const r of await allHeldRowData(pool, stack.id)) held.set(String(r.name), r.data)
+        for (const r of await heldRowData(pool, stack.id)) held.set(String(r.name), r.data)
       }
       const items: ImportItem[] = []
       for (const name of Object.keys(external).sort()) {

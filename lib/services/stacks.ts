@@ -13,7 +13,7 @@ import { isDeepStrictEqual } from 'node:util'
 import type { Db } from '../db/client'
 import { findStack, insertStackWithTemplate, liveStackById, setStackTags, type StackRecord } from '../db/queries/stacks'
 import { heldRowData } from '../db/queries/resources'
-import { immutableParameters, insertTemplate, templateContent, templateInputs } from '../db/queries/templates'
+import { immutableParameters, insertTemplate, templateById, templateInputs } from '../db/queries/templates'
 import { startTraversal, stopTraversal, type StartTraversalInput, type TraversalPlan } from '../db/queries/traversal'
 import { adoptionOf, externalIdRefusal } from '../engine/adoption'
 import { changedTargets } from '../engine/preempt'
@@ -129,7 +129,7 @@ export function createStackService(deps: ServiceDeps) {
 
   /** A stored template's definition (and its parsed JSON). */
   async function storedDefinition(stack: StackRecord, templateId: string) {
-    const t = await templateContent(pool, templateId)
+    const t = await templateById(pool, templateId)
     if (!t) throw new ConflictError('the stored template is missing')
     const parsed = t.template && Object.keys(t.template).length ? (t.template as Record<string, unknown>) : null
     try {

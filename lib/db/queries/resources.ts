@@ -79,22 +79,13 @@ export async function resourceIdsByType(pool: pg.Pool, stackId: string): Promise
   return Object.fromEntries(rows.map((t) => [String(t.type), (t.ids as (string | number)[]).map(Number)]))
 }
 
-/** The plugin data (adoption record) of the newest live row of each of these names that was created. */
-export async function heldRowData(pool: pg.Pool, stackId: string, names: string[]): Promise<{ name: string; data: Record<string, unknown> | null }[]> {
+/** The plugin data (adoption record) of the newest live row of each name (of these `names`, or all) that was created. */
+export async function heldRowData(pool: pg.Pool, stackId: string, names?: string[]): Promise<{ name: string; data: Record<string, unknown> | null }[]> {
   const { rows } = await pool.query(
     `SELECT DISTINCT ON (name) name, data FROM resource
-      WHERE stack_id = $1 AND name = ANY($2) AND properties IS NOT NULL AND NOT (action = 'DELETE' AND status = 'COMPLETE')
+      WHERE stack_id = $1 ${names ? 'AND name = ANY($2)' : ''} AND properties IS NOT NULL AND NOT (action = 'DELETE' AND status = 'COMPLETE')
       ORDER BY name, id DESC`,
-    [stackId, names],
-  )
-  return rows
-}
-
-/** The same, for every name of the stack. */
-export async function allHeldRowData(pool: pg.Pool, stackId: string): Promise<{ name: string; data: Record<string, unknown> | null }[]> {
-  const { rows } = await pool.query(
-    `SELECT DISTINCT ON (name) name, data FROM resource WHERE stack_id = $1 AND properties IS NOT NULL AND NOT (action = 'DELETE' AND status = 'COMPLETE') ORDER BY name, id DESC`,
-    [stackId],
+    names ? [stackId, names] : [stackId],
   )
   return rows
 }

@@ -37,12 +37,6 @@ export async function templateById(pool: pg.Pool, templateId: string): Promise<T
   return rows[0] ?? null
 }
 
-/** What a stored template is evaluated from (its definition): source, parsed template, environment, parameters. */
-export async function templateContent(pool: pg.Pool, templateId: string): Promise<Omit<TemplateRow, 'id'> | null> {
-  const { rows } = await pool.query<Omit<TemplateRow, 'id'>>('SELECT source, template, environment, parameters FROM raw_template WHERE id = $1', [templateId])
-  return rows[0] ?? null
-}
-
 /** What an update that reuses a stored template takes from it: its text, environment and parameters. */
 export async function templateInputs(pool: pg.Pool, templateId: string): Promise<Pick<TemplateRow, 'source' | 'environment' | 'parameters'> | null> {
   const { rows } = await pool.query<Pick<TemplateRow, 'source' | 'environment' | 'parameters'>>('SELECT source, environment, parameters FROM raw_template WHERE id = $1', [templateId])
