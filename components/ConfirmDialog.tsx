@@ -25,7 +25,12 @@ export function ConfirmDialog({ open, label, onClose, children }: { open: boolea
       ref={ref}
       className="confirm"
       aria-label={label}
+      // Escape: the page hears it at once. The 'close' event comes a task later, and a click on the opener
+      // in between (Escape, then Enter at once) would find the page still thinking the dialog open, and be lost.
+      onCancel={() => onClose()}
       onClose={() => {
+        // A late 'close' of a dialog opened again since: not this one's.
+        if (ref.current?.open) return
         onClose()
         // Back to the opener, unless the page already put focus somewhere (an action's result).
         const active = document.activeElement
