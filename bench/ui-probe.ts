@@ -10,6 +10,8 @@
  *   (`aria-rowcount`, else its DOM rows);
  * - shown: [last applied event seq, time] pairs the page pushes after the
  *   paint that put those events on screen (components/perf-probe.ts);
+ * - received: [last event seq, time] pairs the page pushes as each batch
+ *   arrives on its socket (what is left of the delay is the page's own);
  * - frame gaps between animation frames while `measuring`;
  * - agreement between the status badge, the progress bar and the graph,
  *   sampled every frame while `measuring`;
@@ -23,6 +25,7 @@ export interface ProbeState {
   expectNodes: number
   readyAt: number | null
   shown: [number, number][]
+  received: [number, number][]
   measuring: boolean
   maxGap: number
   gapsOver100: number
@@ -46,7 +49,7 @@ export function probeScript(nodes: number): string {
 }
 
 const PROBE = `function (arg) {
-  const p = { expectNodes: arg.nodes, readyAt: null, shown: [], measuring: false, maxGap: 0, gapsOver100: 0, frames: 0, samples: 0, disagreements: 0, examples: [], longFrames: [] }
+  const p = { expectNodes: arg.nodes, readyAt: null, shown: [], received: [], measuring: false, maxGap: 0, gapsOver100: 0, frames: 0, samples: 0, disagreements: 0, examples: [], longFrames: [] }
   window.__kilnProbe = p
   try {
     new PerformanceObserver((list) => {

@@ -6,6 +6,7 @@
  */
 interface Probe {
   shown: [number, number][]
+  received?: [number, number][]
 }
 
 const probe = (): Probe | undefined => (typeof window === 'undefined' ? undefined : (window as unknown as { __kilnProbe?: Probe }).__kilnProbe)
@@ -18,6 +19,12 @@ export function reportPainted(lastSeq: number): void {
   const ch = new MessageChannel()
   ch.port1.onmessage = () => p.shown.push([lastSeq, Date.now()])
   ch.port2.postMessage(null)
+}
+
+/** Events up to `lastSeq` just arrived on the socket (the bench splits the page's delay into delivery and drawing). */
+export function reportReceived(lastSeq: number): void {
+  const p = probe()
+  if (p) (p.received ??= []).push([lastSeq, Date.now()])
 }
 
 /** From anywhere: the time right after the next paint. */

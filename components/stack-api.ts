@@ -46,19 +46,36 @@ export interface TraversalMeta extends TraversalRow {
 
 export const EVENTS_PAGE = 5000
 
-export const fetchStack = async (stackId: string, withOutputs = false) =>
-  (await api<{ stack: StackShow }>('GET', `/api/stacks/${stackId}${withOutputs ? '' : '?outputs=0'}`)).stack
+/** The GET paths of the reads below (the stack page's HTML starts the first load's by the same paths: components/EarlyReads.tsx). */
+export const readPath = {
+  stack: (stackId: string, withOutputs = false) => `/api/stacks/${stackId}${withOutputs ? '' : '?outputs=0'}`,
+  traversals: (stackId: string) => `/api/stacks/${stackId}/traversals`,
+  traversal: (stackId: string, traversalId: string) => `/api/stacks/${stackId}/traversals/${traversalId}`,
+  graph: (stackId: string, traversalId: string) => `/api/stacks/${stackId}/traversals/${traversalId}/graph`,
+  events: (stackId: string, after: number, traversal?: string) => {
+    const q = new URLSearchParams({ after: String(after), limit: String(EVENTS_PAGE) })
+    if (traversal) q.set('traversal', traversal)
+    return `/api/stacks/${stackId}/events?${q}`
+  },
+}
 
-export const fetchTraversals = async (stackId: string) => (await api<{ traversals: TraversalRow[] }>('GET', `/api/stacks/${stackId}/traversals`)).traversals
+/** What the live view's first load reads (useStackLive's `load`): the stack, its traversals, and the current traversal's meta, graph and events. */
+export const firstLoadPaths = (stackId: string): string[] => [
+  readPath.stack(stackId), readPath.traversals(stackId), readPath.traversal(stackId, 'current'), readPath.graph(stackId, 'current'), readPath.events(stackId, 0, 'current'),
+]
+
+export const fetchStack = async (stackId: string, withOutputs = false) => (await api<{ stack: StackShow }>('GET', readPath.stack(stackId, withOutputs))).stack
+
+export const fetchTraversals = async (stackId: string) => (await api<{ traversals: TraversalRow[] }>('GET', readPath.traversals(stackId))).traversals
 
 export const fetchTraversal = async (stackId: string, traversalId: string | 'current') =>
-  (await api<{ traversal: TraversalMeta }>('GET', `/api/stacks/${stackId}/traversals/${traversalId}`)).traversal
+  (await api<{ traversal: TraversalMeta }>('GET', readPath.traversal(stackId, traversalId))).traversal
 
 export const fetchGraph = async (stackId: string, traversalId: string) => (await fetchGraphOf(stackId, traversalId)).elements
 
 /** A traversal's graph and which traversal it is (`current` is resolved by the server). */
 export const fetchGraphOf = async (stackId: string, traversalId: string | 'current') =>
-  api<{ traversalId: string; elements: GraphElements }>('GET', `/api/stacks/${stackId}/traversals/${traversalId}/graph`)
+  api<{ traversalId: string; elements: GraphElements }>('GET', readPath.graph(stackId, traversalId))
 
 /**
  * The current traversal's meta, graph and events in one round trip beside the
@@ -106,9 +123,7 @@ export async function fetchEvents(stackId: string, opts: { after: number; traver
   let lastSeq: number
   let traversal = opts.traversal
   for (;;) {
-    const q = new URLSearchParams({ after: String(after), limit: String(EVENTS_PAGE) })
-    if (traversal) q.set('traversal', traversal)
-    const r = await api<{ events: EventRow[]; lastSeq: number; traversalId?: string | null }>('GET', `/api/stacks/${stackId}/events?${q}`)
+    const r = await api<{ events: EventRow[]; lastSeq: number; traversalId?: string | null }>('GET', readPath.events(stackId, after, traversal))
     out.push(...r.events)
     lastSeq = Math.max(r.lastSeq, r.events.at(-1)?.seq ?? 0)
     if (r.traversalId !== undefined) traversal = r.traversalId ?? undefined

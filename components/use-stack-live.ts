@@ -28,8 +28,8 @@ import { useCallback, useEffect, useRef, useState } from 'react'
 import { flushSync } from 'react-dom'
 import { applyMarks, driftMayBeCurrent, driftOfEvent, endsMarks, marksOfListing, type DriftMark, type ListedDrift } from '../lib/ui/drift'
 import { applyEvents, initialModel, type EventRow, type GraphElements, type GraphModel } from '../lib/ui/graph-model'
-import { api, ApiError } from './api'
-import { probeMark } from './perf-probe'
+import { api, ApiError, withEarlyReads } from './api'
+import { probeMark, reportReceived } from './perf-probe'
 import { getSocket } from './socket'
 import { fetchCurrent, fetchEvents, fetchGraph, fetchStack, fetchTraversal, fetchTraversals, fetchWorkers, typesById, workerIds, type StackShow, type TraversalMeta, type TraversalRow } from './stack-api'
 
@@ -235,11 +235,12 @@ export function useStackLive(stackId: string, pinned: string | null = null): Sta
       probeMark('load')
       // The current traversal is asked for beside the stack (one round trip, not two); if it is not
       // the one the stack names (a traversal started in between), the one named is asked for below.
-      const [stack, traversals, current] = await Promise.all([
+      // The stack page's HTML started these reads (components/EarlyReads.tsx); a reload asks afresh.
+      const [stack, traversals, current] = await withEarlyReads(() => Promise.all([
         fetchStack(stackId).finally(() => probeMark('stack')),
         fetchTraversals(stackId),
         pinned ? null : fetchCurrent(stackId, probeMark),
-      ])
+      ]))
       if (gen !== L.generation) return
       Object.assign(L, { stack, traversals, workers: new Map(), lastWorkersFetch: 0, drift: new Map() })
       L.marksEpoch++
@@ -376,6 +377,7 @@ export function useStackLive(stackId: string, pinned: string | null = null): Sta
       })
     const onEvents = (msg: { stackId: string; events: EventRow[] }) => {
       if (msg.stackId !== stackId) return
+      if (msg.events.length) reportReceived(msg.events.at(-1)!.seq)
       L.queue.push(...msg.events)
       if (L.held) noteBehind()
       schedule()

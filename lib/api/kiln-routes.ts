@@ -17,6 +17,7 @@ import { signalFrom, type SignalService } from '../services/signals'
 import { CancelBody, CreateBody, ImportBody, SignalBody, LoginBody, PreviewBody, ProjectBody, TokenBody, UPDATE_ONLY_FIELDS, UpdateBody, ValidateBody } from './schemas'
 import { expectedFrom, stackEtag } from './versioning'
 import { currentVersion, diffNamed, traversalVersion } from '../services/versions'
+import { UUID } from '../ids'
 
 const GRAPH_FORMATS = ['json', 'dot', 'graphml'] as const
 
@@ -240,7 +241,6 @@ export function kilnRoutes(d: ApiDeps, router: Router<Principal>, signals: Signa
     })
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 const MAX_WORKER_IDS = 100
 
 /** A resource row id in a path: anything else names no row. */

@@ -22,6 +22,7 @@ import type { PreviewResult } from './preview-types'
 import { submissionFrom, type Actor, type OperationResult, type StackService, type UpdateRequest } from './stacks'
 import type { CheckContext, Limits } from './templates'
 import type { TypeCatalog } from '../template/types'
+import { UUID } from '../ids'
 
 export interface PlanDeps {
   db: Db
@@ -48,7 +49,6 @@ export interface PlanView {
   preview: PreviewResult
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 function view(p: PlanRecord & { expired: boolean }, stack: { id: string; name: string }): PlanView {
   return {

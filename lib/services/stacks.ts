@@ -27,6 +27,7 @@ import type { StoredTemplateRow } from '../db/queries/preview'
 import { expectedVersion, isUnchanged, staleConflict, type UpdateGuard } from './edit-guard'
 import { computeUpdatePreview, type PreviewResult } from './preview'
 import { budgetError, checkSubmission, EMPTY_TEMPLATE_SOURCE, planFor, type CheckContext, type Limits, type Submission } from './templates'
+import { UUID } from '../ids'
 
 export interface Actor {
   projectId: string
@@ -83,7 +84,6 @@ export interface UpdateRequest extends Partial<Submission> {
 }
 
 const STACK_NAME = /^[a-zA-Z][a-zA-Z0-9_.-]{0,254}$/
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 /**
  * The submission an update, a preview or a plan means, given the stack's current template:

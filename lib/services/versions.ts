@@ -12,6 +12,7 @@ import type { StoredTemplateRow } from '../db/queries/preview'
 import { resolveVersion, templateRow, traversalOf, type VersionRef } from '../db/queries/versions'
 import { NotFoundError, ValidationError } from './errors'
 import { MASK } from './secrets'
+import { UUID } from '../ids'
 
 export interface TemplateVersion {
   templateId: string
@@ -97,7 +98,6 @@ export async function traversalVersion(db: Db, stackId: string, traversalId: str
   return versionOf(row, traversalId)
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 /** The version a traversal id or template id of the stack names; a 400 naming `where` if it names none. */
 export async function versionNamed(db: Db, stack: { id: string; name: string }, ref: string, where: string): Promise<VersionRef> {

@@ -46,3 +46,29 @@ test('events gathered per item for several stacks are published per stack in ite
   expect(await reasons(b, lb)).toEqual([{ seq: lb + 1, reason: 'b1' }, { seq: lb + 2, reason: 'b2' }, { seq: lb + 3, reason: 'b3' }])
   expect((await c.db.pool.query(`SELECT kiln_events_by_stack('{}', '{}') AS by`)).rows[0].by).toEqual({})
 })
+
+test("an event's time is when it is numbered, not when its transaction began: times follow the numbers", async () => {
+  const id = (await c.services.create(c.actor, { name: 'event-times', template: 'heat_template_version: 2018-08-31\nresources: {}\n' })).stack.id
+  const emit = (reason: string) => `SELECT kiln_emit($1, jsonb_build_array(kiln_ev('progress', NULL, NULL, 'r', NULL, NULL, NULL, '${reason}', NULL)))`
+  const early = await c.db.pool.connect()
+  const late = await c.db.pool.connect()
+  try {
+    // `early` begins first; `late` begins, numbers its event and commits while `early` is still open.
+    await early.query('BEGIN')
+    const began = (await early.query(`SELECT now() AS t`)).rows[0].t as Date
+    // The clock moves on before `late` numbers (times are stored to the millisecond).
+    while (!(await late.query(`SELECT clock_timestamp() > $1::timestamptz + interval '2 milliseconds' AS past`, [began])).rows[0].past);
+    await late.query(emit('late'), [id])
+    await early.query(emit('early'), [id])
+    await early.query('COMMIT')
+    const { rows } = await c.db.pool.query(`SELECT reason, seq::int, created_at FROM event WHERE stack_id = $1 AND reason IN ('early', 'late') ORDER BY seq`, [id])
+    expect(rows.map((r) => r.reason)).toEqual(['late', 'early'])
+    // Numbered after `late`, so timed after it, though its transaction began before.
+    expect(rows[1].created_at.getTime()).toBeGreaterThanOrEqual(rows[0].created_at.getTime())
+    expect(rows[1].created_at.getTime()).toBeGreaterThan(began.getTime())
+  } finally {
+    await early.query('ROLLBACK').catch(() => {})
+    early.release()
+    late.release()
+  }
+})

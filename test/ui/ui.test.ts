@@ -28,6 +28,7 @@ import { TestCluster } from '../helpers/cluster'
 import { testDatabase, type TestDatabase } from '../helpers/db'
 import { startWebServer, type WebServer } from '../helpers/web-server'
 import { benchTemplate } from '../../bench/shapes'
+import { firstLoadPaths } from '../../components/stack-api'
 
 const chromiumPath = findChromium()
 const SHOTS = path.join('test-results', 'ui')
@@ -323,6 +324,31 @@ describe.runIf(chromiumPath !== null || env().KILN_REQUIRE_BROWSER)('UI in Chrom
     await expect.poll(() => page.getByTestId('node-panel').count()).toBe(0)
     await expect.poll(() => new URL(page.url()).search).toBe('?t=0.5')
     await page.goto(`/stacks/${stackId}`)
+  })
+
+  test("the stack page's HTML starts the first load's reads; the page takes their answers and asks for none again", async () => {
+    const asked: string[] = []
+    const onRequest = (r: { url(): string }) => {
+      const u = new URL(r.url())
+      if (u.pathname.startsWith('/api/')) asked.push(u.pathname + u.search)
+    }
+    page.on('request', onRequest)
+    try {
+      const res = await page.goto(`/stacks/${stackId}`)
+      const nonce = /'nonce-([^']+)'/.exec(res!.headers()['content-security-policy'] ?? '')?.[1]
+      const html = await res!.text()
+      // the script carries the request's nonce (the policy admits nothing else) and names every read
+      const script = /<script nonce="([^"]+)">([^<]*__kilnEarlyReads[^<]*)<\/script>/.exec(html)
+      expect(script?.[1]).toBe(nonce)
+      for (const p of firstLoadPaths(stackId)) expect(script?.[2]).toContain(JSON.stringify(p).slice(1, -1))
+      await expect.poll(drawn).toEqual({ complete: 4 })
+      await expect.poll(() => page.evaluate(() => '__kilnEarlyReads' in window)).toBe(false)
+      // each read once: the page's load took the answers the HTML asked for
+      for (const p of firstLoadPaths(stackId)) expect(asked.filter((x) => x === p)).toHaveLength(1)
+      expect(cspViolations).toEqual([])
+    } finally {
+      page.off('request', onRequest)
+    }
   })
 
   test('preview an update that replaces a resource, submit it, and see the replacement on the graph', async () => {
