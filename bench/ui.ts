@@ -14,7 +14,7 @@
  *    - event commit -> on screen: for each event of the update, the time from
  *      the event's own timestamp to the paint that showed it (the page reports
  *      the last event seq it painted), beside the time a plain Node Socket.IO
- *      subscriber received the same event;
+ *      subscriber received the same event and the time the page's socket did;
  *    - the longest gap between animation frames while events stream;
  *    - bytes the page downloaded (HTTP and WebSocket) during the update, per event;
  *    - frames in which the status badge, progress bar and graph disagreed;
