@@ -96,6 +96,8 @@ interface Live {
   drift: Map<number, DriftMark>
   /** bumps whenever the marks are cleared: a listing asked for before that is stale */
   marksEpoch: number
+  /** the stack's last seq when the room was joined: the room sends only what comes after it */
+  joinedAt: number
 }
 
 const BEHIND_AFTER_MS = 1500
@@ -110,7 +112,7 @@ export function useStackLive(stackId: string, pinned: string | null = null): Sta
   const L = useRef<Live>({
     cursor: null, queue: [], held: true, model: null, graph: null, traversal: null, types: new Map(), events: [], status: null, stack: null,
     traversals: [], workers: new Map(), dirty: new Set(), behindMs: 0, frame: 0, timer: null, lastWorkersFetch: 0, generation: 0, lastFlush: 0, frameLate: 0,
-    drift: new Map(), marksEpoch: 0,
+    drift: new Map(), marksEpoch: 0, joinedAt: 0,
   }).current
   const [version, setVersion] = useState(0)
   const [phase, setPhase] = useState<{ phase: StackLive['phase']; error: string | null }>({ phase: 'loading', error: null })
@@ -222,6 +224,25 @@ export function useStackLive(stackId: string, pinned: string | null = null): Sta
     }
   }, [stackId, L, bump])
 
+  /** Events after the cursor that the stream did not deliver (a reconnect, a gap). */
+  const fillGap = useCallback(async () => {
+    const gen = L.generation
+    L.held = true
+    try {
+      const ev = await fetchEvents(stackId, { after: L.cursor! })
+      if (gen !== L.generation) return
+      const have = new Set(L.queue.map((e) => e.seq))
+      L.queue.push(...ev.events.filter((e) => !have.has(e.seq)))
+    } catch {
+      /* retried on the next event or reconnect */
+    } finally {
+      if (gen === L.generation) {
+        L.held = false
+        schedule()
+      }
+    }
+  }, [stackId, L, schedule])
+
   /**
    * Everything, from the start. The stream is then processed from the stack
    * snapshot's seq: events up to the traversal's snapshot only move the badge
@@ -262,31 +283,16 @@ export function useStackLive(stackId: string, pinned: string | null = null): Sta
       L.held = false
       setPhase({ phase: 'ready', error: null })
       bump(false)
-      schedule()
+      // Joined the room after these reads were answered (the page's HTML starts them early): what
+      // happened in between the room will never send. Without a later event to reveal the gap, a
+      // traversal that ended meanwhile would look as if it still ran.
+      if (L.joinedAt > L.cursor) void fillGap()
+      else schedule()
       if (!pinned && driftMayBeCurrent(traversals)) void loadMarks(gen)
     } catch (err) {
       if (gen === L.generation) fail(err)
     }
-  }, [stackId, pinned, L, showTraversal, noteWorkers, bump, schedule, fail, loadMarks])
-
-  /** Events after the cursor that the stream did not deliver (a reconnect, a gap). */
-  const fillGap = useCallback(async () => {
-    const gen = L.generation
-    L.held = true
-    try {
-      const ev = await fetchEvents(stackId, { after: L.cursor! })
-      if (gen !== L.generation) return
-      const have = new Set(L.queue.map((e) => e.seq))
-      L.queue.push(...ev.events.filter((e) => !have.has(e.seq)))
-    } catch {
-      /* retried on the next event or reconnect */
-    } finally {
-      if (gen === L.generation) {
-        L.held = false
-        schedule()
-      }
-    }
-  }, [stackId, L, schedule])
+  }, [stackId, pinned, L, showTraversal, noteWorkers, bump, schedule, fail, loadMarks, fillGap])
 
   const switchTo = useCallback(async (tid: string) => {
     const gen = L.generation
@@ -373,7 +379,10 @@ export function useStackLive(stackId: string, pinned: string | null = null): Sta
       socket.emit('stack:subscribe', stackId, (res) => {
         if (!res.ok) {
           if (res.error === 'not found') setPhase({ phase: 'not-found', error: null })
-        } else if (L.cursor !== null && !L.held && res.lastSeq > L.cursor) void fillGap()
+        } else {
+          L.joinedAt = res.lastSeq
+          if (L.cursor !== null && !L.held && res.lastSeq > L.cursor) void fillGap()
+        }
       })
     const onEvents = (msg: { stackId: string; events: EventRow[] }) => {
       if (msg.stackId !== stackId) return

@@ -351,6 +351,56 @@ describe.runIf(chromiumPath !== null || env().KILN_REQUIRE_BROWSER)('UI in Chrom
     }
   })
 
+  test('a traversal that ends while the page loads is shown ended: what happened between its first reads and joining the room is caught up', async () => {
+    const call = (method: string, p: string, body?: unknown) =>
+      fetch(`${web.url}${p}`, { method, headers: { 'content-type': 'application/json', 'x-auth-token': a.token }, body: body === undefined ? undefined : JSON.stringify(body) })
+    const res = await call('POST', '/api/stacks', { name: 'ends-while-loading', template: chain({ value: 'e1', count: 1 }) })
+    expect(res.status).toBe(201)
+    const id = (await res.json()).stack.id as string
+    const p = await ctx.newPage()
+    try {
+      // The first reads are answered as the stack stands now (its create held at the gate), but handed to the page later.
+      const held: (() => Promise<void>)[] = []
+      const reads = new Set(firstLoadPaths(id))
+      await p.route((u) => reads.has(u.pathname + u.search), async (route) => {
+        const answer = await route.fetch()
+        const body = await answer.body()
+        held.push(() => route.fulfill({ response: answer, body }))
+      })
+      // The page's joining of the stack's room waits too; the server's answer says from which event the room sends.
+      const joins: string[] = []
+      let toServer: ((m: string) => void) | null = null
+      let joined = 0
+      let holdJoins = true
+      await p.routeWebSocket(/\/socket\.io\//, (ws) => {
+        const server = ws.connectToServer()
+        toServer = (m) => server.send(m)
+        ws.onMessage((m) => (holdJoins && typeof m === 'string' && m.includes('"stack:subscribe"') ? joins.push(m) : server.send(m)))
+        server.onMessage((m) => {
+          ws.send(m)
+          if (typeof m === 'string' && /^43\d+\[\{"ok":true/.test(m)) joined++
+        })
+      })
+      await p.goto(`/stacks/${id}`)
+      await expect.poll(() => held.length).toBe(reads.size)
+      await expect.poll(() => joins.length).toBeGreaterThan(0)
+      // The create ends before the page joins the room: the room will never send its last events.
+      const signal = await call('POST', `/api/stacks/${id}/resources/gate/signal`, { id: 'e1', data: 'e1-net' })
+      expect(signal.status).toBe(200)
+      await expect.poll(async () => (await c.stack(id)).status, { timeout: 30_000 }).toBe('COMPLETE')
+      // The page joins while its first reads are still out (it has no position yet when the answer comes) ...
+      holdJoins = false
+      for (const m of joins.splice(0)) toServer!(m)
+      await expect.poll(() => joined).toBeGreaterThan(0)
+      // ... and then gets the answers read before the create ended.
+      for (const fulfil of held.splice(0)) await fulfil()
+      await expect.poll(() => p.getByTestId('stack-status').first().innerText(), { timeout: 30_000 }).toMatch(/CREATE_COMPLETE/)
+      await expect.poll(async () => JSON.parse((await p.getByTestId('graph').getAttribute('data-drawn')) ?? '{}')).toEqual({ complete: 4 })
+    } finally {
+      await p.close()
+    }
+  })
+
   test('preview an update that replaces a resource, submit it, and see the replacement on the graph', async () => {
     // A new timeout replaces network; the replacement's create waits at the gate for a third signal,
     // so the old row stays "replaced" (its dependents have not moved yet) until the test signals.
