@@ -48,6 +48,7 @@ async function main() {
   const publicUrl = ctx.listening(bound)
   log.info(`web server listening on ${url}${publicUrl !== url ? `, reached at ${publicUrl}` : ''} (${dev ? 'development' : 'production'})`)
   process.send?.({ kind: 'ready', url })
+  void warmPages(url)
 
   let stopping = false
   const stop = async (why: string) => {
@@ -63,6 +64,18 @@ async function main() {
   process.on('SIGINT', () => void stop('SIGINT'))
   process.on('disconnect', () => void stop('launcher went away'))
 }
+
+/**
+ * Next loads a page's server modules when the page is first asked for: the first visitor after a
+ * start would wait for that (half a second on a busy machine). Each page is asked for once now,
+ * without a session, which loads its modules and answers with the redirect to the login form.
+ */
+async function warmPages(base: string) {
+  for (const page of ['/login', '/', '/stacks/new', `/stacks/${NIL_UUID}`, `/stacks/${NIL_UUID}/traversals/${NIL_UUID}`]) {
+    await fetch(new URL(page, base), { redirect: 'manual' }).then((r) => r.arrayBuffer(), () => null)
+  }
+}
+const NIL_UUID = '00000000-0000-0000-0000-000000000000'
 
 main().catch((err) => {
   console.error(`web server failed to start: ${err instanceof Error ? err.stack : err}`)
