@@ -13,6 +13,7 @@ import { toNodeHandler } from './lib/api/node-adapter'
 import { attachRealtime } from './lib/server/realtime'
 import { newNonce, pagePolicy, pageSecurityHeaders } from './lib/server/security-headers'
 import { publicUrlFrom } from './lib/config'
+import { NIL_UUID } from './lib/ids'
 import { configureEvaluation } from './lib/evaluation/pool'
 import { evaluationSettingsFrom } from './lib/evaluation/settings'
 
@@ -48,7 +49,8 @@ async function main() {
   const publicUrl = ctx.listening(bound)
   log.info(`web server listening on ${url}${publicUrl !== url ? `, reached at ${publicUrl}` : ''} (${dev ? 'development' : 'production'})`)
   process.send?.({ kind: 'ready', url })
-  void warmPages(url)
+  // In development Next compiles a page when it is first asked for: warming would compile every page at start.
+  if (!dev) void warmPages(url)
 
   let stopping = false
   const stop = async (why: string) => {
@@ -75,8 +77,6 @@ async function warmPages(base: string) {
     await fetch(new URL(page, base), { redirect: 'manual' }).then((r) => r.arrayBuffer(), () => null)
   }
 }
-const NIL_UUID = '00000000-0000-0000-0000-000000000000'
-
 main().catch((err) => {
   console.error(`web server failed to start: ${err instanceof Error ? err.stack : err}`)
   process.exit(1)

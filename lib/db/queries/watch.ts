@@ -4,9 +4,10 @@
  * LISTENs registers what it follows here, and keeps the watch alive.
  */
 import type pg from 'pg'
+import { NIL_UUID } from '../../ids'
 
 /** Watch every stack (test harnesses, the bench's --watched). */
-export const ALL_STACKS = '00000000-0000-0000-0000-000000000000'
+export const ALL_STACKS = NIL_UUID
 
 /** How long a harness's all-stacks watch lasts: longer than any test run or bench, never renewed. */
 export const HARNESS_WATCH_MS = 24 * 3600_000
