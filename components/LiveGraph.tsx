@@ -10,16 +10,20 @@
  * hidden and the scene drawn from a texture while panning and zooming,
  * device pixel ratio 1, no motion blur; labels too small to read are not
  * drawn (the counts bar over the graph says how many nodes are in each state).
+ * Zoomed out past reading (and not grouped), a big graph's node states are
+ * painted on the page's own canvas (state-painter.ts): a live step repaints
+ * the nodes it changed, where Cytoscape would redraw all 1,000.
  */
 import cytoscape, { type Core, type ElementDefinition } from 'cytoscape'
 import { useEffect, useImperativeHandle, useLayoutEffect, useRef, type KeyboardEvent, type RefObject } from 'react'
-import { stateCounts, type GraphModel } from '../lib/ui/graph-model'
+import { stateCounts, type GraphModel, type NodeState } from '../lib/ui/graph-model'
 import { placeBeside, type KeptLayout, type Point } from '../lib/ui/layout'
 import { buildView, GROUP_SIZE, summarise, type GroupBy, type ViewGraph } from '../lib/ui/view-graph'
 import { DRIFT_ICON, isDrifted } from '../lib/ui/drift'
 import { countsLine, driftClass, nodeLabel, stylesheet, type Theme } from './graph-style'
 import { Minimap } from './Minimap'
 import { probeMark, reportPainted, reportShown } from './perf-probe'
+import { StatePainter, type PaintedNode } from './state-painter'
 
 /** Above this many nodes Cytoscape's economies are on. */
 export const BIG_GRAPH = 300
@@ -30,12 +34,16 @@ export const BIG_GRAPH = 300
  */
 const EDGES_FROM_ZOOM = 0.3
 const MINIMAP_ABOVE = 200
+/** Between live steps that make Cytoscape redraw a big graph (each redraws every node it holds). */
+const BIG_STEP_SPACING_MS = 100
 
 export interface GraphHandle {
   zoomBy(factor: number): void
   fit(ids?: string[]): void
   actualSize(): void
   panBy(dx: number, dy: number): void
+  /** How long the page should wait between live steps: a step that makes Cytoscape redraw a big graph costs a redraw of every node. */
+  stepSpacingMs(): number
 }
 
 interface Props {
@@ -64,6 +72,11 @@ interface Drawn {
   /** per drawn unit, the label and state class it has */
   label: Map<string, string>
   state: Map<string, string>
+  /**
+   * Units whose Cytoscape element is behind `label`/`state` (the state painter shows them), with what the
+   * element still carries; they catch up when Cytoscape draws the states again.
+   */
+  behind: Map<string, { label: string; cls: string }>
   crit: Set<string>
   highlight: ReadonlySet<string> | null
   selected: string | null
@@ -74,19 +87,62 @@ function signature(v: ViewGraph): string {
   return `${v.units.map((u) => `${u.id}<${u.parent ?? ''}`).join(',')}|${v.edges.map((e) => e.id).join(',')}`
 }
 
-/** Gives a unit its label and state class, touching Cytoscape only for what changed. */
-function restyle(el: cytoscape.CollectionReturnValue, d: Drawn, id: string, look: { label: string; cls: string }) {
+/**
+ * Gives a unit its label and state class, touching Cytoscape only for what changed. `painted`: the
+ * state painter shows the unit, so its element is left behind (Cytoscape would redraw every node).
+ */
+function restyle(el: cytoscape.CollectionReturnValue, d: Drawn, id: string, look: { label: string; cls: string }, painted: boolean) {
   if (el.empty()) return
-  if (d.label.get(id) !== look.label) {
-    d.label.set(id, look.label)
-    el.data('label', look.label)
+  const has = d.behind.get(id) ?? { label: d.label.get(id) ?? '', cls: d.state.get(id) ?? '' }
+  d.label.set(id, look.label)
+  d.state.set(id, look.cls)
+  if (painted) {
+    if (!d.behind.has(id)) d.behind.set(id, has)
+    return
   }
-  const was = d.state.get(id)
-  if (was !== look.cls) {
-    if (was) el.removeClass(was)
+  d.behind.delete(id)
+  if (has.label !== look.label) el.data('label', look.label)
+  if (has.cls !== look.cls) {
+    if (has.cls) el.removeClass(has.cls)
     el.addClass(look.cls)
-    d.state.set(id, look.cls)
   }
+}
+
+/** Whether the state painter shows the nodes now: a big graph zoomed out past reading, not grouped. */
+function painting(c: Core, d: Drawn | null): boolean {
+  return Boolean(c.scratch('far')) && d !== null && d.view.groups.size === 0
+}
+
+/** A node as the state painter draws it (its state and drift from its class, as Cytoscape would). */
+function paintedNode(d: Drawn, id: string): PaintedNode | null {
+  const at = d.view.positions.get(id)
+  const cls = d.state.get(id)
+  if (!at || !cls) return null
+  const words = cls.split(' ')
+  const drift = words.find((w) => w.startsWith('d-'))?.slice(2)
+  return {
+    x: at.x, y: at.y, state: words[0]!.slice(2) as NodeState, drift: drift === 'modified' || drift === 'deleted' ? drift : null, crit: d.crit.has(id),
+    dim: d.highlight !== null && !d.highlight.has(id),
+    halo: d.selected === id ? 'selected' : d.highlight?.size && d.highlight.has(id) ? 'match' : null,
+  }
+}
+
+/** Paints every node and the critical path's edges, in Cytoscape's current viewport. */
+function paintAll(c: Core, d: Drawn, painter: StatePainter, theme: Theme) {
+  painter.setViewport({ zoom: c.zoom(), pan: c.pan(), width: c.width(), height: c.height() })
+  const nodes: PaintedNode[] = []
+  for (const u of d.view.units) {
+    const n = u.kind === 'node' ? paintedNode(d, u.id) : null
+    if (n) nodes.push(n)
+  }
+  const edges: [Point, Point][] = []
+  for (const id of d.crit) {
+    const [s, t] = id.split('->')
+    const a = t ? d.view.positions.get(s!) : undefined
+    const b = t ? d.view.positions.get(t) : undefined
+    if (a && b) edges.push([a, b])
+  }
+  painter.paintAll(nodes, edges, d.highlight !== null, theme)
 }
 
 /**
@@ -112,6 +168,7 @@ export function LiveGraph(p: Props) {
   const host = useRef<HTMLDivElement>(null)
   const cyRef = useRef<Core | null>(null)
   const drawn = useRef<Drawn | null>(null)
+  const painter = useRef<StatePainter | null>(null)
   const kept = useRef<KeptLayout | null>(null)
   const props = useRef(p)
   props.current = p
@@ -139,6 +196,10 @@ export function LiveGraph(p: Props) {
     panBy(dx, dy) {
       cyRef.current?.panBy({ x: dx, y: dy })
     },
+    stepSpacingMs() {
+      const c = cyRef.current
+      return c && (c.nodes().length > BIG_GRAPH || (props.current.model?.nodes.size ?? 0) > BIG_GRAPH) && !painting(c, drawn.current) ? BIG_STEP_SPACING_MS : 0
+    },
   }))
 
   // One Cytoscape per size class: its economies are set when it is created.
@@ -158,12 +219,19 @@ export function LiveGraph(p: Props) {
     c.on('tap', (e) => e.target === c && props.current.onSelect(null))
     c.on('mouseover', 'node', (e) => host.current?.setAttribute('title', props.current.describe(e.target.id())))
     c.on('mouseout', 'node', () => host.current?.removeAttribute('title'))
+    let frame = 0
     if (big) {
-      let frame = 0
-      c.on('zoom', () => {
+      const sp = new StatePainter(host.current)
+      painter.current = sp
+      // Panned, zoomed or resized: nearer or further than reading, and the painted states follow the viewport.
+      c.on('viewport resize', () => {
         frame ||= requestAnimationFrame(() => {
           frame = 0
-          if (drawn.current) setFar(c, drawn.current, c.zoom() < EDGES_FROM_ZOOM)
+          const d = drawn.current
+          if (!d) return
+          setFar(c, d, c.zoom() < EDGES_FROM_ZOOM)
+          if (painting(c, d)) paintAll(c, d, sp, props.current.theme)
+          else sp.clear()
         })
       })
     }
@@ -171,6 +239,9 @@ export function LiveGraph(p: Props) {
     cyRef.current = c
     drawn.current = null
     return () => {
+      cancelAnimationFrame(frame)
+      painter.current?.destroy()
+      painter.current = null
       c.destroy()
       cyRef.current = null
     }
@@ -183,6 +254,7 @@ export function LiveGraph(p: Props) {
     if (!c || c.scratch('theme') === p.theme) return
     c.style(stylesheet(p.theme, big))
     c.scratch('theme', p.theme)
+    if (painter.current && drawn.current && painting(c, drawn.current)) paintAll(c, drawn.current, painter.current, p.theme)
   }, [p.theme, big])
 
   const expandedKey = [...p.expanded].sort().join('|')
@@ -195,6 +267,7 @@ export function LiveGraph(p: Props) {
     if (!c) return
     if (!m) {
       c.elements().remove()
+      painter.current?.clear()
       drawn.current = null
       return
     }
@@ -206,17 +279,18 @@ export function LiveGraph(p: Props) {
     const old = drawn.current
     if (old && old.sig === sig) {
       old.view = view
+      const painted = painting(c, old)
       c.batch(() => {
         for (const u of view.units) {
           const el = c.getElementById(u.id)
-          restyle(el, old, u.id, unitLook(m, view, u.id, u.kind === 'box'))
+          restyle(el, old, u.id, unitLook(m, view, u.id, u.kind === 'box'), painted && u.kind === 'node')
           const at = view.positions.get(u.id)
           if (at && u.kind !== 'box' && (el.position('x') !== at.x || el.position('y') !== at.y)) el.position({ ...at })
         }
       })
     } else {
       c.elements().remove()
-      const d: Drawn = { sig, view, label: new Map(), state: new Map(), crit: new Set(), highlight: null, selected: null }
+      const d: Drawn = { sig, view, label: new Map(), state: new Map(), behind: new Map(), crit: new Set(), highlight: null, selected: null }
       const els: ElementDefinition[] = []
       for (const u of view.units) {
         const look = unitLook(m, view, u.id, u.kind === 'box')
@@ -229,11 +303,16 @@ export function LiveGraph(p: Props) {
       if (!previous || previous !== view.kept || c.zoom() === 1) fitPositions(c, view.positions)
       const far = big && c.zoom() < EDGES_FROM_ZOOM
       c.scratch('far', far)
-      if (far) for (const [i, u] of view.units.entries()) if (u.kind === 'node') els[i]!.classes = `${els[i]!.classes} nl`
+      // Far out the nodes carry no label; when the state painter shows them, Cytoscape draws them transparent.
+      const farClasses = painting(c, d) ? ' nl fc' : ' nl'
+      if (far) for (const [i, u] of view.units.entries()) if (u.kind === 'node') els[i]!.classes = `${els[i]!.classes}${farClasses}`
       if (!far) for (const e of view.edges) els.push(edgeElement(e, false))
       c.add(els)
       drawn.current = d
     }
+    const d = drawn.current!
+    if (painter.current && painting(c, d)) paintAll(c, d, painter.current, p.theme)
+    else painter.current?.clear()
     p.dirty.clear()
     probeMark('drawn')
     host.current?.setAttribute('data-layout-ms', String(Math.round(performance.now() - started)))
@@ -257,6 +336,7 @@ export function LiveGraph(p: Props) {
       else if (m.nodes.has(id)) added.push(id)
     }
     p.dirty.clear()
+    const painted = painting(c, d)
     c.batch(() => {
       for (const id of added) {
         const unit = addReplacement(c, m, d, id, p.expanded)
@@ -266,9 +346,15 @@ export function LiveGraph(p: Props) {
       for (const id of touched) {
         const el = c.getElementById(id)
         if (el.empty()) continue
-        restyle(el, d, id, unitLook(m, d.view, id, d.view.groups.has(id) && p.expanded.has(id)))
+        restyle(el, d, id, unitLook(m, d.view, id, d.view.groups.has(id) && p.expanded.has(id)), painted && !d.view.groups.has(id))
       }
     })
+    // The state painter repaints the changed nodes only (a replacement may have moved its neighbours: all of them).
+    const sp = painter.current
+    if (painted && sp && (added.length || touched.size)) {
+      if (added.length) paintAll(c, d, sp, p.theme)
+      else sp.paintSome([...touched].flatMap((id) => paintedNode(d, id) ?? []), p.theme)
+    }
     // What is drawn, per state (the browser tests and the bench compare it with the table and the badge).
     host.current?.setAttribute('data-drawn', JSON.stringify(stateCounts(m)))
     // ... and which nodes are drawn with a drift mark, by name.
@@ -276,12 +362,14 @@ export function LiveGraph(p: Props) {
     host.current?.setAttribute('data-represented', String(m.nodes.size))
     const seq = m.lastSeq
     const size = m.nodes.size
-    const painted = () => {
+    const paint = () => {
       // What the canvas shows now (the bench's first full render waits for this, not for the batch).
       host.current?.setAttribute('data-painted', String(size))
       reportPainted(seq)
     }
-    if (touched.size || !host.current?.hasAttribute('data-painted')) c.one('render', painted)
+    if (!host.current?.hasAttribute('data-painted') || (touched.size && !painted) || added.length) c.one('render', paint)
+    // Painted on the page's own canvas: on screen with the frame being made now, reported as the next one starts.
+    else if (touched.size) requestAnimationFrame(paint)
     else reportShown(seq)
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [p.version, p.model, p.groupBy, expandedKey, big])
@@ -304,6 +392,8 @@ export function LiveGraph(p: Props) {
       c.edges().toggleClass('dim', units !== null)
     })
     d.highlight = hl
+    // (another theme repaints in the theme's own effect)
+    if (painter.current && painting(c, d)) paintAll(c, d, painter.current, props.current.theme)
   }, [p.highlight, p.model, p.groupBy, expandedKey, big])
 
   // The critical path: its nodes and the edges between them in amber.
@@ -317,6 +407,12 @@ export function LiveGraph(p: Props) {
       next.add(id)
       if (i > 0) next.add(`${p.critical[i - 1]}->${id}`)
     })
+    if (painter.current && painting(c, d)) {
+      // Painted (Cytoscape's critical path catches up when it draws the states again).
+      d.crit = next
+      paintAll(c, d, painter.current, p.theme)
+      return
+    }
     c.batch(() => {
       for (const id of d.crit) if (!next.has(id)) keepEdgeOut(c, c.getElementById(id).removeClass('crit'))
       for (const id of next) if (!d.crit.has(id)) edgeIn(c, d.view, id).addClass('crit')
@@ -329,10 +425,14 @@ export function LiveGraph(p: Props) {
     const c = cyRef.current
     const d = drawn.current
     if (!c || !d) return
-    if (d.selected) c.getElementById(d.selected).removeClass('sel')
+    const was = d.selected
+    if (was) c.getElementById(was).removeClass('sel')
     const unit = p.selected ? (d.view.shownBy.get(p.selected) ?? p.selected) : null
     if (unit) c.getElementById(unit).addClass('sel')
     d.selected = unit
+    if (painter.current && painting(c, d) && was !== unit) {
+      painter.current.paintSome([was, unit].flatMap((id) => (id ? (paintedNode(d, id) ?? []) : [])), props.current.theme)
+    }
   }, [p.selected, p.model, p.groupBy, expandedKey, big])
 
   const onKey = (e: KeyboardEvent<HTMLDivElement>) => {
@@ -385,11 +485,26 @@ function edgeElement(e: ViewGraph['edges'][number], dim: boolean): ElementDefini
  */
 function setFar(c: Core, d: Drawn, far: boolean) {
   if (far === Boolean(c.scratch('far'))) return
+  const wasPainting = painting(c, d)
   c.scratch('far', far)
+  const nowPainting = painting(c, d)
   c.batch(() => {
-    c.nodes().not('.group, .box').toggleClass('nl', far)
+    const nodes = c.nodes().not('.group, .box')
+    nodes.toggleClass('nl', far)
+    if (nowPainting) {
+      // The state painter takes the nodes' states and the critical path over.
+      nodes.addClass('fc')
+      c.edges().remove()
+      return
+    }
     if (far) c.edges().not('.crit').remove()
     else c.add(d.view.edges.filter((e) => c.getElementById(e.id).empty()).map((e) => edgeElement(e, d.highlight !== null)))
+    if (!wasPainting) return
+    // Cytoscape draws the states again: the nodes left behind and the critical path catch up.
+    nodes.removeClass('fc')
+    for (const id of [...d.behind.keys()]) restyle(c.getElementById(id), d, id, { label: d.label.get(id)!, cls: d.state.get(id)! }, false)
+    c.nodes('.crit').forEach((n) => void (d.crit.has(n.id()) || n.removeClass('crit')))
+    for (const id of d.crit) edgeIn(c, d.view, id).addClass('crit')
   })
 }
 
@@ -454,7 +569,7 @@ function addReplacement(c: Core, m: GraphModel, d: Drawn, id: string, expanded: 
       if (was && (was.x !== pt.x || was.y !== pt.y)) c.getElementById(k).position({ ...pt })
     }
     const look = unitLook(m, v, id, false)
-    c.add({ group: 'nodes', data: { id, label: look.label, ...(parent ? { parent } : {}) }, classes: `${look.cls}${c.scratch('far') ? ' nl' : ''}`, position: { ...at } })
+    c.add({ group: 'nodes', data: { id, label: look.label, ...(parent ? { parent } : {}) }, classes: `${look.cls}${painting(c, d) ? ' nl fc' : c.scratch('far') ? ' nl' : ''}`, position: { ...at } })
     d.label.set(id, look.label)
     d.state.set(id, look.cls)
     v.units.push({ id, kind: 'node', parent: parent ?? null })

@@ -77,9 +77,9 @@ function driftEndMessage(m: GraphModel): { kind: 'ok' | 'error'; text: string } 
 
 export function StackPage({ stackId, traversalId = null, initialNode = null, initialT = null }: { stackId: string; traversalId?: string | null; initialNode?: string | null; initialT?: number | null }) {
   const router = useRouter()
-  const live = useStackLive(stackId, traversalId)
-  const theme = useTheme()
   const graphRef = useRef<GraphHandle>(null)
+  const live = useStackLive(stackId, traversalId, () => graphRef.current?.stepSpacingMs() ?? 0)
+  const theme = useTheme()
   const messageRef = useRef<HTMLParagraphElement>(null)
   const opener = useRef<HTMLElement | null>(null)
   const [message, setMessage] = useState<{ kind: 'ok' | 'error'; text: string } | null>(null)

@@ -6,7 +6,7 @@
  * types and events (folded into the graph model), the workers' names. Then the
  * Socket.IO stream carries every change: events are folded into the model
  * incrementally, at most once per animation frame (every 100 ms for a big
- * graph); a step that took long, or frames that come late, make the next step
+ * graph that Cytoscape redraws, zoomed in: the graph says); a step that took long, or frames that come late, make the next step
  * wait longer (up to 400 ms), so a burst merges into fewer, larger steps
  * (intermediate states are never drawn) instead of queueing frames. The
  * status badge follows the same stream, so it never runs ahead of the graph.
@@ -101,14 +101,16 @@ interface Live {
 }
 
 const BEHIND_AFTER_MS = 1500
-const BIG_MODEL = 300
-const SPACING_MS = 100
 const MAX_SPACING_MS = 400
 const FRAME_MS = 17
 
 const statusOf = (s: StackShow, cancelled: boolean): LiveStatus => ({ action: s.action, status: s.status, reason: s.statusReason, cancelled, seq: s.lastSeq })
 
-export function useStackLive(stackId: string, pinned: string | null = null): StackLive {
+/**
+ * `stepSpacingMs`: how long the graph wants between live steps (components/LiveGraph: a step that makes
+ * Cytoscape redraw a big graph costs a redraw of every node; painted by the page's own canvas it does not).
+ */
+export function useStackLive(stackId: string, pinned: string | null = null, stepSpacingMs: () => number = () => 0): StackLive {
   const L = useRef<Live>({
     cursor: null, queue: [], held: true, model: null, graph: null, traversal: null, types: new Map(), events: [], status: null, stack: null,
     traversals: [], workers: new Map(), dirty: new Set(), behindMs: 0, frame: 0, timer: null, lastWorkersFetch: 0, generation: 0, lastFlush: 0, frameLate: 0,
@@ -158,12 +160,14 @@ export function useStackLive(stackId: string, pinned: string | null = null): Sta
 
   // Declared below; referenced through refs so the callbacks stay stable.
   const flushRef = useRef<() => void>(() => {})
+  const spacingRef = useRef(stepSpacingMs)
+  spacingRef.current = stepSpacingMs
   const schedule = useCallback((delayMs = 0) => {
     if (L.frame || L.timer) return
-    // A big graph is redrawn at most every SPACING_MS: each redraw repaints every node, and the
+    // Steps are spaced as the graph asks (a big graph that Cytoscape redraws: every 100 ms), and the
     // events of the interval are merged into one step (intermediate states are never drawn).
     // When frames come late (the main thread is busy), steps are spaced further, up to MAX_SPACING_MS.
-    const spacing = Math.min(MAX_SPACING_MS, ((L.model?.nodes.size ?? 0) > BIG_MODEL ? SPACING_MS : 0) + 2 * L.frameLate)
+    const spacing = Math.min(MAX_SPACING_MS, spacingRef.current() + 2 * L.frameLate)
     delayMs = Math.max(delayMs, spacing - (performance.now() - L.lastFlush))
     const go = () => {
       L.timer = null

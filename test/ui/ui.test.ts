@@ -29,9 +29,50 @@ import { testDatabase, type TestDatabase } from '../helpers/db'
 import { startWebServer, type WebServer } from '../helpers/web-server'
 import { benchTemplate } from '../../bench/shapes'
 import { firstLoadPaths } from '../../components/stack-api'
+import { LOOKS } from '../../components/graph-style'
+import type { NodeState } from '../../lib/ui/graph-model'
 
 const chromiumPath = findChromium()
 const SHOTS = path.join('test-results', 'ui')
+
+/** The node states whose fills the pixel checks look for (light theme). */
+const FILLED: NodeState[] = ['not-started', 'waiting', 'ready', 'running', 'complete']
+/** After a create: complete nodes drawn (each one's fill is well over a hundred pixels), none in another state. */
+const onlyComplete = { 'not-started': 0, waiting: 0, ready: 0, running: 0, complete: expect.toSatisfy((n: number) => n > 1000) }
+
+/**
+ * How many pixels of the graph are exactly each state's fill, on Cytoscape's canvases or on the
+ * state painter's: what a person sees there, not what the page says it drew.
+ */
+async function fills(page: Page, on: 'cytoscape' | 'painter'): Promise<Partial<Record<NodeState, number>>> {
+  const { px } = await fillsAndDrawn(page, on)
+  // a few stray pixels of a fill's colour can come from anti-aliasing: a state counts from a hundred pixels on
+  return Object.fromEntries(Object.entries(px).map(([s, n]) => [s, n < 100 ? 0 : n]))
+}
+
+/** The fills' pixels and, read in the same task, the node counts by state the graph says it drew. */
+async function fillsAndDrawn(page: Page, on: 'cytoscape' | 'painter'): Promise<{ px: Partial<Record<NodeState, number>>; drawn: Partial<Record<NodeState, number>> }> {
+  const want = FILLED.map((s) => [s, LOOKS[s].color] as const)
+  return page.evaluate(
+    ([on, want]) => {
+      const host = document.querySelector('[data-testid="graph"]')!
+      const canvases = [...host.querySelectorAll('canvas')].filter((c) => (on === 'painter') === c.hasAttribute('aria-hidden'))
+      const rgb = want.map(([s, hex]) => [s, parseInt(hex.slice(1), 16)] as const)
+      const out: Record<string, number> = Object.fromEntries(want.map(([s]) => [s, 0]))
+      for (const c of canvases) {
+        if (!c.width || !c.height) continue
+        const d = c.getContext('2d')!.getImageData(0, 0, c.width, c.height).data
+        for (let i = 0; i < d.length; i += 4) {
+          if (d[i + 3] !== 255) continue
+          const v = (d[i]! << 16) | (d[i + 1]! << 8) | d[i + 2]!
+          for (const [s, x] of rgb) if (v === x) out[s]!++
+        }
+      }
+      return { px: out, drawn: JSON.parse(host.getAttribute('data-drawn') ?? '{}') }
+    },
+    [on, want] as const,
+  )
+}
 
 /**
  * network waits at a gate: an OS::Heat::WaitCondition, whose create or update holds until its
@@ -648,14 +689,32 @@ describe.runIf(chromiumPath !== null || env().KILN_REQUIRE_BROWSER)('UI in Chrom
     await expect.poll(() => page.locator('[role="table"][aria-label="resources"]').getAttribute('aria-rowcount'), { timeout: 30_000 }).toBe('1001')
     const firstRenderMs = Date.now() - started
     const layoutMs = Number(await page.getByTestId('graph').getAttribute('data-layout-ms'))
-    // mid-traversal, two steps closer
+    // Fitted, 1,000 nodes are too small to read: the page's own canvas paints their states (Cytoscape draws them transparent).
+    const painter = page.getByTestId('state-canvas')
+    await expect.poll(() => painter.getAttribute('data-painted')).toBe('1000')
+    await shot('10-layered-1000-far')
+    const early = await fills(page, 'painter')
+    expect(early['not-started']! + early.waiting! + early.ready! + early.running!).toBeGreaterThan(0)
+    // ... and keeps each node in its current state as steps repaint only what changed: every state's fill covers as many
+    // pixels per node as the others (all are the same shape; border styles differ by a few pixels)
+    await expect.poll(async () => JSON.parse((await page.getByTestId('graph').getAttribute('data-drawn')) ?? '{}').complete ?? 0).toBeGreaterThanOrEqual(50)
+    const { px, drawn } = await fillsAndDrawn(page, 'painter')
+    const states = FILLED.filter((s) => (drawn[s] ?? 0) >= 20)
+    const perNode = states.reduce((n, s) => n + px[s]!, 0) / states.reduce((n, s) => n + drawn[s]!, 0)
+    for (const s of states) expect({ state: s, within10pc: Math.abs(px[s]! / drawn[s]! - perNode) / perNode < 0.1 }).toEqual({ state: s, within10pc: true })
+    // mid-traversal, two steps closer: Cytoscape draws the states again, the nodes that changed meanwhile included
     await page.getByRole('button', { name: 'zoom in' }).click()
     await page.getByRole('button', { name: 'zoom in' }).click()
+    await expect.poll(() => painter.getAttribute('data-painted')).toBeNull()
     await shot('10-layered-1000-running')
     await waitStatus('CREATE_COMPLETE', 30_000)
     expect(await page.locator('[role="row"][data-resource]').count()).toBeLessThan(100)
-    // the graph shows the same: every one of the 1,000 nodes drawn complete
+    // the graph shows the same: every one of the 1,000 nodes drawn complete, in Cytoscape's pixels and, fitted again, in the painter's
     await expect.poll(async () => JSON.parse((await page.getByTestId('graph').getAttribute('data-drawn')) ?? '{}')).toEqual({ complete: 1000 })
+    await expect.poll(() => fills(page, 'cytoscape')).toMatchObject(onlyComplete)
+    await page.getByRole('button', { name: 'Fit', exact: true }).click()
+    await expect.poll(() => painter.getAttribute('data-painted')).toBe('1000')
+    await expect.poll(() => fills(page, 'painter')).toMatchObject(onlyComplete)
     const maxFrameGapMs = Math.round(await page.evaluate(() => (window as unknown as { __maxGap: number }).__maxGap))
     await shot('10-layered-1000')
     const figures = { nodes: 1000, firstRenderMs, layoutMs, maxFrameGapMs }

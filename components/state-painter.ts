@@ -1,0 +1,220 @@
+/**
+ * The node states of a big graph zoomed out, painted on a canvas of the
+ * page's own over Cytoscape's.
+ *
+ * Why: Cytoscape redraws every element it holds whenever one changes (its
+ * layered textures are skipped while elements keep changing), so while a
+ * 1,000-node traversal streams, each step cost a full redraw, a long frame on
+ * a busy machine, and the page's events waited behind it. Zoomed out past
+ * reading, Cytoscape keeps the nodes (taps, hovers, the selection and search
+ * halos, the layout's positions) but draws them transparent and is not told
+ * of state changes; this canvas paints each node in its state's fill, border
+ * and shape (the same looks as graph-style's stylesheet), and a step repaints
+ * only the nodes it changed. The critical path's edges are painted here too,
+ * under the nodes. Zooming in hands the states back to Cytoscape.
+ *
+ * Pointer events pass through to Cytoscape; the canvases are presentational
+ * (the graph's container carries the accessible name, and every node is a
+ * row of the resources table).
+ */
+import type { NodeState } from '../lib/ui/graph-model'
+import { DRIFT_COLOR, lookOf, NODE_SIZE, type Theme } from './graph-style'
+
+export interface PaintedNode {
+  x: number
+  y: number
+  state: NodeState
+  drift: 'modified' | 'deleted' | null
+  crit: boolean
+  /** a search is on and the node does not match it */
+  dim: boolean
+  /** the halo over it: the selected node, or one a search matched */
+  halo: 'selected' | 'match' | null
+}
+
+export interface Viewport {
+  zoom: number
+  pan: { x: number; y: number }
+  width: number
+  height: number
+}
+
+/** How far a node's paint reaches beyond its box (its drift outline), in graph units: what a repaint clears. */
+const REACH = 9
+
+export class StatePainter {
+  private readonly edges: HTMLCanvasElement
+  private readonly nodes: HTMLCanvasElement
+  private vp: Viewport = { zoom: 1, pan: { x: 0, y: 0 }, width: 0, height: 0 }
+
+  constructor(host: HTMLElement) {
+    const make = (z: string) => {
+      const c = document.createElement('canvas')
+      c.setAttribute('aria-hidden', 'true')
+      c.style.cssText = `position:absolute;left:0;top:0;pointer-events:none;z-index:${z}`
+      host.appendChild(c)
+      return c
+    }
+    this.edges = make('10')
+    this.nodes = make('11')
+    this.nodes.dataset.testid = 'state-canvas'
+  }
+
+  destroy() {
+    this.edges.remove()
+    this.nodes.remove()
+  }
+
+  /** Follows Cytoscape's viewport (the caller repaints everything after). */
+  setViewport(vp: Viewport) {
+    for (const c of [this.edges, this.nodes]) {
+      if (c.width !== vp.width || c.height !== vp.height) {
+        c.width = vp.width
+        c.height = vp.height
+        c.style.width = `${vp.width}px`
+        c.style.height = `${vp.height}px`
+      }
+    }
+    this.vp = vp
+  }
+
+  clear() {
+    for (const c of [this.edges, this.nodes]) c.getContext('2d')?.clearRect(0, 0, c.width, c.height)
+    delete this.nodes.dataset.painted
+  }
+
+  /** Everything again: after a viewport change, a new drawing, another theme or search. */
+  paintAll(nodes: Iterable<PaintedNode>, critEdges: [{ x: number; y: number }, { x: number; y: number }][], dimEdges: boolean, theme: Theme) {
+    this.paintEdges(critEdges, dimEdges)
+    const ctx = this.nodes.getContext('2d')
+    if (!ctx) return
+    ctx.clearRect(0, 0, this.nodes.width, this.nodes.height)
+    let n = 0
+    for (const p of nodes) {
+      this.paintNode(ctx, p, theme)
+      n++
+    }
+    this.nodes.dataset.painted = String(n)
+  }
+
+  /** The given nodes only: each one's box (and outline) cleared and painted again; nodes never overlap. */
+  paintSome(nodes: Iterable<PaintedNode>, theme: Theme) {
+    const ctx = this.nodes.getContext('2d')
+    if (!ctx) return
+    const { zoom } = this.vp
+    for (const p of nodes) {
+      const [x, y] = this.at(p)
+      const w = (NODE_SIZE.w / 2 + REACH) * zoom + 1
+      const h = (NODE_SIZE.h / 2 + REACH) * zoom + 1
+      ctx.clearRect(x - w, y - h, 2 * w, 2 * h)
+      this.paintNode(ctx, p, theme)
+    }
+  }
+
+  private at(p: { x: number; y: number }): [number, number] {
+    return [p.x * this.vp.zoom + this.vp.pan.x, p.y * this.vp.zoom + this.vp.pan.y]
+  }
+
+  private paintEdges(edges: [{ x: number; y: number }, { x: number; y: number }][], dim: boolean) {
+    const ctx = this.edges.getContext('2d')
+    if (!ctx) return
+    ctx.clearRect(0, 0, this.edges.width, this.edges.height)
+    if (!edges.length) return
+    ctx.save()
+    ctx.globalAlpha = dim ? 0.1 : 1
+    ctx.strokeStyle = '#f59e0b'
+    ctx.lineWidth = Math.max(1, 3.5 * this.vp.zoom)
+    ctx.beginPath()
+    for (const [a, b] of edges) {
+      ctx.moveTo(...this.at(a))
+      ctx.lineTo(...this.at(b))
+    }
+    ctx.stroke()
+    ctx.restore()
+  }
+
+  private paintNode(ctx: CanvasRenderingContext2D, p: PaintedNode, theme: Theme) {
+    const z = this.vp.zoom
+    const [x, y] = this.at(p)
+    const hw = (NODE_SIZE.w / 2) * z
+    const hh = (NODE_SIZE.h / 2) * z
+    if (x + hw + REACH * z < 0 || y + hh + REACH * z < 0 || x - hw - REACH * z > this.vp.width || y - hh - REACH * z > this.vp.height) return
+    const look = lookOf(p.state, theme)
+    ctx.save()
+    if (p.dim) ctx.globalAlpha = 0.2
+    shapePath(ctx, look.shape, x, y, hw, hh, z)
+    ctx.fillStyle = look.color
+    if (p.drift === 'deleted') ctx.globalAlpha *= 0.55
+    ctx.fill()
+    if (p.drift === 'deleted') ctx.globalAlpha /= 0.55
+    // The stylesheet's border widths (running and deleting 5, the critical path 4, else 2), never thinner than a pixel.
+    const bw = Math.max(1, (p.state === 'running' || p.state === 'deleting' ? 5 : p.crit ? 4 : 2) * z)
+    stroke(ctx, look.border, bw, look.borderStyle, () => shapePath(ctx, look.shape, x, y, hw, hh, z), () => shapePath(ctx, look.shape, x, y, hw - bw, hh - bw, z))
+    if (p.drift) {
+      // The drift outline, outside the state's border (as the stylesheet's outline: 3 apart, 5 or 3 wide).
+      const ow = Math.max(1, (p.drift === 'modified' ? 5 : 3) * z)
+      const off = 3 * z + ow / 2
+      const rect = (inset: number) => {
+        ctx.beginPath()
+        ctx.rect(x - hw - off + inset, y - hh - off + inset, 2 * (hw + off - inset), 2 * (hh + off - inset))
+      }
+      stroke(ctx, DRIFT_COLOR[theme], ow, p.drift === 'modified' ? 'double' : 'dashed', () => rect(0), () => rect(ow))
+    }
+    if (p.halo) {
+      // The stylesheet's overlays: translucent, a little larger than the node.
+      const pad = (p.halo === 'selected' ? 8 : 6) * z
+      ctx.globalAlpha = 0.25
+      ctx.fillStyle = p.halo === 'selected' ? '#2563eb' : '#f59e0b'
+      ctx.beginPath()
+      ctx.roundRect(x - hw - pad, y - hh - pad, 2 * (hw + pad), 2 * (hh + pad), pad)
+      ctx.fill()
+    }
+    ctx.restore()
+  }
+}
+
+/** Strokes the current path in a border style: a double border is two thin lines, the second along `inner`. */
+function stroke(ctx: CanvasRenderingContext2D, color: string, width: number, style: 'solid' | 'dashed' | 'dotted' | 'double', outer: () => void, inner: () => void) {
+  ctx.strokeStyle = color
+  if (style === 'double' && width >= 3) {
+    ctx.lineWidth = width / 3
+    outer()
+    ctx.stroke()
+    inner()
+    ctx.stroke()
+    return
+  }
+  ctx.lineWidth = width
+  ctx.setLineDash(style === 'dashed' ? [3 * width, 2 * width] : style === 'dotted' ? [width, width] : [])
+  outer()
+  ctx.stroke()
+  ctx.setLineDash([])
+}
+
+/** Unit polygons (x, y in -1..1) of the stylesheet's node shapes. */
+const POLYGONS: Record<string, [number, number][]> = {
+  hexagon: [[-1, 0], [-0.5, -1], [0.5, -1], [1, 0], [0.5, 1], [-0.5, 1]],
+  octagon: [[-0.414, -1], [0.414, -1], [1, -0.414], [1, 0.414], [0.414, 1], [-0.414, 1], [-1, 0.414], [-1, -0.414]],
+  diamond: [[0, -1], [1, 0], [0, 1], [-1, 0]],
+  barrel: [[-0.9, -1], [0.9, -1], [1, -0.6], [1, 0.6], [0.9, 1], [-0.9, 1], [-1, 0.6], [-1, -0.6]],
+}
+
+/** Starts a path in a node's shape, centred on (x, y), half width hw and half height hh. */
+function shapePath(ctx: CanvasRenderingContext2D, shape: string, x: number, y: number, hw: number, hh: number, zoom: number) {
+  ctx.beginPath()
+  if (hw <= 0 || hh <= 0) return
+  const poly = POLYGONS[shape]
+  if (poly) {
+    poly.forEach(([px, py], i) => (i ? ctx.lineTo(x + px * hw, y + py * hh) : ctx.moveTo(x + px * hw, y + py * hh)))
+    ctx.closePath()
+  } else if (shape === 'cut-rectangle') {
+    const c = Math.min(8 * zoom, hw, hh)
+    const pts: [number, number][] = [[-hw + c, -hh], [hw - c, -hh], [hw, -hh + c], [hw, hh - c], [hw - c, hh], [-hw + c, hh], [-hw, hh - c], [-hw, -hh + c]]
+    pts.forEach(([px, py], i) => (i ? ctx.lineTo(x + px, y + py) : ctx.moveTo(x + px, y + py)))
+    ctx.closePath()
+  } else if (shape === 'round-rectangle') {
+    ctx.roundRect(x - hw, y - hh, 2 * hw, 2 * hh, Math.min(hw, hh) / 2)
+  } else {
+    ctx.rect(x - hw, y - hh, 2 * hw, 2 * hh)
+  }
+}
