@@ -20,7 +20,7 @@ import { stateCounts, type GraphModel, type NodeState } from '../lib/ui/graph-mo
 import { placeBeside, type KeptLayout, type Point } from '../lib/ui/layout'
 import { buildView, GROUP_SIZE, summarise, type GroupBy, type ViewGraph } from '../lib/ui/view-graph'
 import { DRIFT_ICON, isDrifted } from '../lib/ui/drift'
-import { countsLine, driftClass, nodeLabel, stylesheet, type Theme } from './graph-style'
+import { countsLine, driftClass, NODE_SIZE, nodeLabel, stylesheet, type Theme } from './graph-style'
 import { Minimap } from './Minimap'
 import { probeMark, reportPainted, reportShown } from './perf-probe'
 import { StatePainter, type PaintedNode } from './state-painter'
@@ -127,6 +127,15 @@ function paintedNode(d: Drawn, id: string): PaintedNode | null {
   }
 }
 
+/** The node whose box holds a point of the graph (in a drawing without groups: units are nodes), if any. */
+function nodeAt(d: Drawn, at: Point): string | null {
+  for (const u of d.view.units) {
+    const p = d.view.positions.get(u.id)
+    if (p && Math.abs(at.x - p.x) <= NODE_SIZE.w / 2 && Math.abs(at.y - p.y) <= NODE_SIZE.h / 2) return u.id
+  }
+  return null
+}
+
 /** Paints every node and the critical path's edges, in Cytoscape's current viewport. */
 function paintAll(c: Core, d: Drawn, painter: StatePainter, theme: Theme) {
   painter.setViewport({ zoom: c.zoom(), pan: c.pan(), width: c.width(), height: c.height() })
@@ -197,14 +206,16 @@ export function LiveGraph(p: Props) {
       cyRef.current?.panBy({ x: dx, y: dy })
     },
     stepSpacingMs() {
+      // (asked at every event batch: nothing here walks the elements)
       const c = cyRef.current
-      return c && (c.nodes().length > BIG_GRAPH || (props.current.model?.nodes.size ?? 0) > BIG_GRAPH) && !painting(c, drawn.current) ? BIG_STEP_SPACING_MS : 0
+      return c && (props.current.model?.nodes.size ?? 0) > BIG_GRAPH && !painting(c, drawn.current) ? BIG_STEP_SPACING_MS : 0
     },
   }))
 
   // One Cytoscape per size class: its economies are set when it is created.
   useLayoutEffect(() => {
     if (!host.current) return
+    probeMark('cy')
     const c = cytoscape({
       container: host.current, style: stylesheet(props.current.theme, big), minZoom: 0.02, maxZoom: 4,
       boxSelectionEnabled: false, autoungrabify: true, autounselectify: true, motionBlur: false,
@@ -216,9 +227,18 @@ export function LiveGraph(p: Props) {
       if (v?.groups.has(id)) props.current.onToggleGroup(id)
       else props.current.onSelect(id)
     })
-    c.on('tap', (e) => e.target === c && props.current.onSelect(null))
+    // While the state painter shows the nodes, Cytoscape holds them hidden (it would build a texture for each, and
+    // visit them on every frame): a tap or a hover on the background finds the node under it from the layout.
+    const under = (e: cytoscape.EventObject) => (painting(c, drawn.current) ? nodeAt(drawn.current!, e.position) : null)
+    c.on('tap', (e) => e.target === c && props.current.onSelect(under(e)))
     c.on('mouseover', 'node', (e) => host.current?.setAttribute('title', props.current.describe(e.target.id())))
     c.on('mouseout', 'node', () => host.current?.removeAttribute('title'))
+    c.on('mousemove', (e) => {
+      if (e.target !== c || !painting(c, drawn.current)) return
+      const id = under(e)
+      if (id) host.current?.setAttribute('title', props.current.describe(id))
+      else host.current?.removeAttribute('title')
+    })
     let frame = 0
     if (big) {
       const sp = new StatePainter(host.current)
@@ -272,8 +292,10 @@ export function LiveGraph(p: Props) {
       return
     }
     const started = performance.now()
+    probeMark('structure')
     const previous = kept.current
     const view = buildView(m, p.groupBy, p.expanded, previous)
+    probeMark('view')
     if (view.kept) kept.current = view.kept
     const sig = signature(view)
     const old = drawn.current
@@ -307,6 +329,19 @@ export function LiveGraph(p: Props) {
       const farClasses = painting(c, d) ? ' nl fc' : ' nl'
       if (far) for (const [i, u] of view.units.entries()) if (u.kind === 'node') els[i]!.classes = `${els[i]!.classes}${farClasses}`
       if (!far) for (const e of view.edges) els.push(edgeElement(e, false))
+      if (painting(c, d) && !c.scratch('deferred')) {
+        // The painter shows the nodes in this frame; Cytoscape's styling and first drawing of them (transparent: for
+        // taps and hovers) would make it a long one, so they wait in a batch until the painted frame is on screen.
+        c.startBatch()
+        c.scratch('deferred', true)
+        requestAnimationFrame(() =>
+          setTimeout(() => {
+            if (c.destroyed()) return
+            c.scratch('deferred', false)
+            c.endBatch()
+          }),
+        )
+      }
       c.add(els)
       drawn.current = d
     }
@@ -367,9 +402,10 @@ export function LiveGraph(p: Props) {
       host.current?.setAttribute('data-painted', String(size))
       reportPainted(seq)
     }
-    if (!host.current?.hasAttribute('data-painted') || (touched.size && !painted) || added.length) c.one('render', paint)
+    const first = !host.current?.hasAttribute('data-painted')
     // Painted on the page's own canvas: on screen with the frame being made now, reported as the next one starts.
-    else if (touched.size) requestAnimationFrame(paint)
+    if (painted && (first || touched.size || added.length)) requestAnimationFrame(paint)
+    else if (!painted && (first || touched.size)) c.one('render', paint)
     else reportShown(seq)
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [p.version, p.model, p.groupBy, expandedKey, big])

@@ -30,7 +30,7 @@ import { countsLine } from './graph-style'
 import { GraphToolbar, type Filter } from './GraphToolbar'
 import { GroupList } from './GroupList'
 import { Legend } from './Legend'
-import type { GraphHandle } from './LiveGraph'
+import { LiveGraph, type GraphHandle } from './LiveGraph'
 import { NodePanel } from './NodePanel'
 import { Outputs } from './Outputs'
 import { ReplayBar } from './ReplayBar'
@@ -42,12 +42,11 @@ import { TraversalHistory } from './TraversalHistory'
 import { TraversalTemplate } from './TraversalTemplate'
 import { useTheme } from './theme'
 import { useStackLive } from './use-stack-live'
+import { probeMark } from './perf-probe'
 
 // Cytoscape and CodeMirror load as their own chunks. The graph's is asked for as soon as this module runs
 // in the browser, not when the graph first renders (that waits for the stack's data): it then downloads
 // and compiles while the page hydrates and its first reads travel.
-const graphModule = typeof window === 'undefined' ? null : import('./LiveGraph')
-const LiveGraph = dynamic(() => (graphModule ?? import('./LiveGraph')).then((m) => m.LiveGraph), { ssr: false, loading: () => <div className="graph graph-loading" data-testid="graph-loading">Loading the graph…</div> })
 const TemplatePanel = dynamic(() => import('./TemplatePanel').then((m) => m.TemplatePanel), { ssr: false, loading: () => <p className="loading">Loading the editor…</p> })
 
 type Tab = 'resources' | 'events' | 'traversals' | 'outputs' | 'template'

@@ -144,9 +144,9 @@ export function stylesheet(theme: Theme, big: boolean): cytoscape.StylesheetJson
     // drift: an outline outside the state's border, so both stay readable
     { selector: 'node.d-modified', style: { 'outline-width': 5, 'outline-style': DRIFT_OUTLINE.MODIFIED, 'outline-color': DRIFT_COLOR[theme], 'outline-offset': 3 } as never },
     { selector: 'node.d-deleted', style: { 'outline-width': 3, 'outline-style': DRIFT_OUTLINE.DELETED, 'outline-color': DRIFT_COLOR[theme], 'outline-offset': 3, 'background-opacity': 0.55 } as never },
-    // `fc`: a node the state painter shows (components/state-painter.ts): Cytoscape keeps it for taps, hovers and the
-    // selection and search halos, drawn transparent.
-    { selector: 'node.fc', style: { label: '', 'background-opacity': 0, 'border-width': 0, 'outline-width': 0 } as never },
+    // `fc`: a node the state painter shows (components/state-painter.ts): Cytoscape keeps it (its position, its
+    // classes for when it draws it again) hidden, so it builds no texture for it and draws nothing.
+    { selector: 'node.fc', style: { visibility: 'hidden' } },
     { selector: 'node.dim', style: { opacity: 0.2 } },
     { selector: 'node.match', style: { 'overlay-color': '#f59e0b', 'overlay-opacity': 0.25, 'overlay-padding': 6 } },
     { selector: 'node.sel', style: { 'overlay-color': '#2563eb', 'overlay-opacity': 0.25, 'overlay-padding': 8 } },

@@ -6,16 +6,17 @@
  * layered textures are skipped while elements keep changing), so while a
  * 1,000-node traversal streams, each step cost a full redraw, a long frame on
  * a busy machine, and the page's events waited behind it. Zoomed out past
- * reading, Cytoscape keeps the nodes (taps, hovers, the selection and search
- * halos, the layout's positions) but draws them transparent and is not told
- * of state changes; this canvas paints each node in its state's fill, border
- * and shape (the same looks as graph-style's stylesheet), and a step repaints
- * only the nodes it changed. The critical path's edges are painted here too,
- * under the nodes. Zooming in hands the states back to Cytoscape.
+ * reading, Cytoscape keeps the nodes hidden (it builds no texture for them
+ * and draws nothing) and is not told of state changes; this canvas paints
+ * each node in its state's fill, border and shape (the same looks as
+ * graph-style's stylesheet) with its selection or search halo, and a step
+ * repaints only the nodes it changed. The critical path's edges are painted
+ * here too, under the nodes. Zooming in hands the states back to Cytoscape.
  *
- * Pointer events pass through to Cytoscape; the canvases are presentational
- * (the graph's container carries the accessible name, and every node is a
- * row of the resources table).
+ * Pointer events pass through to Cytoscape (LiveGraph finds the node under a
+ * tap or a hover from the layout); the canvases are presentational (the
+ * graph's container carries the accessible name, and every node is a row of
+ * the resources table).
  */
 import type { NodeState } from '../lib/ui/graph-model'
 import { DRIFT_COLOR, lookOf, NODE_SIZE, type Theme } from './graph-style'

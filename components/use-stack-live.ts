@@ -311,7 +311,8 @@ export function useStackLive(stackId: string, pinned: string | null = null, step
     } finally {
       if (gen === L.generation) {
         L.held = false
-        schedule()
+        // The next step draws the new traversal: a frame later, so that reading its graph and drawing it are two frames.
+        schedule(FRAME_MS)
       }
     }
   }, [stackId, L, showTraversal, refreshMeta, schedule, fail])

@@ -715,6 +715,25 @@ describe.runIf(chromiumPath !== null || env().KILN_REQUIRE_BROWSER)('UI in Chrom
     await page.getByRole('button', { name: 'Fit', exact: true }).click()
     await expect.poll(() => painter.getAttribute('data-painted')).toBe('1000')
     await expect.poll(() => fills(page, 'painter')).toMatchObject(onlyComplete)
+    // a node is tapped where it is painted (Cytoscape holds it hidden meanwhile): its panel opens
+    const at = await page.evaluate((hex) => {
+      const c = document.querySelector<HTMLCanvasElement>('[data-testid="state-canvas"]')!
+      const d = c.getContext('2d')!.getImageData(0, 0, c.width, c.height).data
+      const want = parseInt(hex.slice(1), 16)
+      const r = c.getBoundingClientRect()
+      // the middle of the canvas's complete fills: well inside a node, away from the minimap's corner
+      for (let y = Math.floor(c.height / 2); y < c.height; y++) {
+        for (let x = Math.floor(c.width / 3); x < c.width; x++) {
+          const i = 4 * (y * c.width + x)
+          if (((d[i]! << 16) | (d[i + 1]! << 8) | d[i + 2]!) === want && d[i + 3] === 255) return { x: r.left + x + 2, y: r.top + y + 2 }
+        }
+      }
+      return null
+    }, LOOKS.complete.color)
+    expect(at).not.toBeNull()
+    await page.mouse.click(at!.x, at!.y)
+    await page.getByTestId('node-panel').waitFor()
+    await page.getByRole('button', { name: 'close the resource panel' }).click()
     const maxFrameGapMs = Math.round(await page.evaluate(() => (window as unknown as { __maxGap: number }).__maxGap))
     await shot('10-layered-1000')
     const figures = { nodes: 1000, firstRenderMs, layoutMs, maxFrameGapMs }
