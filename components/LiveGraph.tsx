@@ -178,6 +178,7 @@ export function LiveGraph(p: Props) {
   const cyRef = useRef<Core | null>(null)
   const drawn = useRef<Drawn | null>(null)
   const painter = useRef<StatePainter | null>(null)
+  const fullPaint = useRef(false)
   const kept = useRef<KeptLayout | null>(null)
   const props = useRef(p)
   props.current = p
@@ -211,6 +212,17 @@ export function LiveGraph(p: Props) {
       return c && (props.current.model?.nodes.size ?? 0) > BIG_GRAPH && !painting(c, drawn.current) ? BIG_STEP_SPACING_MS : 0
     },
   }))
+
+  /** Every node painted again once this commit's effects are done (several of them may ask in one commit). */
+  const paintAllSoon = () => {
+    if (fullPaint.current) return
+    fullPaint.current = true
+    queueMicrotask(() => {
+      fullPaint.current = false
+      const [c, d, sp] = [cyRef.current, drawn.current, painter.current]
+      if (c && d && sp && painting(c, d)) paintAll(c, d, sp, props.current.theme)
+    })
+  }
 
   // One Cytoscape per size class: its economies are set when it is created.
   useLayoutEffect(() => {
@@ -274,7 +286,7 @@ export function LiveGraph(p: Props) {
     if (!c || c.scratch('theme') === p.theme) return
     c.style(stylesheet(p.theme, big))
     c.scratch('theme', p.theme)
-    if (painter.current && drawn.current && painting(c, drawn.current)) paintAll(c, drawn.current, painter.current, p.theme)
+    paintAllSoon()
   }, [p.theme, big])
 
   const expandedKey = [...p.expanded].sort().join('|')
@@ -346,7 +358,7 @@ export function LiveGraph(p: Props) {
       drawn.current = d
     }
     const d = drawn.current!
-    if (painter.current && painting(c, d)) paintAll(c, d, painter.current, p.theme)
+    if (painting(c, d)) paintAllSoon()
     else painter.current?.clear()
     p.dirty.clear()
     probeMark('drawn')
@@ -387,8 +399,8 @@ export function LiveGraph(p: Props) {
     // The state painter repaints the changed nodes only (a replacement may have moved its neighbours: all of them).
     const sp = painter.current
     if (painted && sp && (added.length || touched.size)) {
-      if (added.length) paintAll(c, d, sp, p.theme)
-      else sp.paintSome([...touched].flatMap((id) => paintedNode(d, id) ?? []), p.theme)
+      if (added.length) paintAllSoon()
+      else if (!fullPaint.current) sp.paintSome([...touched].flatMap((id) => paintedNode(d, id) ?? []), p.theme)
     }
     // What is drawn, per state (the browser tests and the bench compare it with the table and the badge).
     host.current?.setAttribute('data-drawn', JSON.stringify(stateCounts(m)))
@@ -429,7 +441,7 @@ export function LiveGraph(p: Props) {
     })
     d.highlight = hl
     // (another theme repaints in the theme's own effect)
-    if (painter.current && painting(c, d)) paintAll(c, d, painter.current, props.current.theme)
+    paintAllSoon()
   }, [p.highlight, p.model, p.groupBy, expandedKey, big])
 
   // The critical path: its nodes and the edges between them in amber.
@@ -446,7 +458,7 @@ export function LiveGraph(p: Props) {
     if (painter.current && painting(c, d)) {
       // Painted (Cytoscape's critical path catches up when it draws the states again).
       d.crit = next
-      paintAll(c, d, painter.current, p.theme)
+      paintAllSoon()
       return
     }
     c.batch(() => {

@@ -42,7 +42,6 @@ import { TraversalHistory } from './TraversalHistory'
 import { TraversalTemplate } from './TraversalTemplate'
 import { useTheme } from './theme'
 import { useStackLive } from './use-stack-live'
-import { probeMark } from './perf-probe'
 
 // Cytoscape and CodeMirror load as their own chunks. The graph's is asked for as soon as this module runs
 // in the browser, not when the graph first renders (that waits for the stack's data): it then downloads
