@@ -337,13 +337,13 @@ export function LiveGraph(p: Props) {
       if (!previous || previous !== view.kept || c.zoom() === 1) fitPositions(c, view.positions)
       const far = big && c.zoom() < EDGES_FROM_ZOOM
       c.scratch('far', far)
-      // Far out the nodes carry no label; when the state painter shows them, Cytoscape draws them transparent.
+      // Far out the nodes carry no label; when the state painter shows them, Cytoscape holds them hidden.
       const farClasses = painting(c, d) ? ' nl fc' : ' nl'
       if (far) for (const [i, u] of view.units.entries()) if (u.kind === 'node') els[i]!.classes = `${els[i]!.classes}${farClasses}`
       if (!far) for (const e of view.edges) els.push(edgeElement(e, false))
       if (painting(c, d) && !c.scratch('deferred')) {
-        // The painter shows the nodes in this frame; Cytoscape's styling and first drawing of them (transparent: for
-        // taps and hovers) would make it a long one, so they wait in a batch until the painted frame is on screen.
+        // The painter shows the nodes in this frame; Cytoscape's styling of its (hidden) nodes would make it a long
+        // one, so they wait in a batch until the painted frame is on screen.
         c.startBatch()
         c.scratch('deferred', true)
         requestAnimationFrame(() =>
