@@ -43,9 +43,8 @@ import { TraversalTemplate } from './TraversalTemplate'
 import { useTheme } from './theme'
 import { useStackLive } from './use-stack-live'
 
-// Cytoscape and CodeMirror load as their own chunks. The graph's is asked for as soon as this module runs
-// in the browser, not when the graph first renders (that waits for the stack's data): it then downloads
-// and compiles while the page hydrates and its first reads travel.
+// CodeMirror loads as its own chunk (the editor opens beside small stacks only). The graph (Cytoscape) is one of
+// the page's own scripts: loaded as a chunk of its own, it arrived after the stack's data on a busy machine.
 const TemplatePanel = dynamic(() => import('./TemplatePanel').then((m) => m.TemplatePanel), { ssr: false, loading: () => <p className="loading">Loading the editor…</p> })
 
 type Tab = 'resources' | 'events' | 'traversals' | 'outputs' | 'template'

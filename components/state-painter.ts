@@ -19,6 +19,7 @@
  * the resources table).
  */
 import type { NodeState } from '../lib/ui/graph-model'
+import type { Point } from '../lib/ui/layout'
 import { DRIFT_COLOR, lookOf, NODE_SIZE, type StateLook, type Theme } from './graph-style'
 
 export interface PaintedNode {
@@ -79,13 +80,15 @@ export class StatePainter {
     this.vp = vp
   }
 
+  /** Nothing painted (Cytoscape draws the states): asked on every pan while zoomed in, so a no-op when already clear. */
   clear() {
+    if (this.nodes.dataset.painted === undefined) return
     for (const c of [this.edges, this.nodes]) c.getContext('2d')?.clearRect(0, 0, c.width, c.height)
     delete this.nodes.dataset.painted
   }
 
   /** Everything again: after a viewport change, a new drawing, another theme or search. */
-  paintAll(nodes: PaintedNode[], critEdges: [{ x: number; y: number }, { x: number; y: number }][], dimEdges: boolean, theme: Theme) {
+  paintAll(nodes: PaintedNode[], critEdges: [Point, Point][], dimEdges: boolean, theme: Theme) {
     this.paintEdges(critEdges, dimEdges)
     const ctx = this.nodes.getContext('2d')
     if (!ctx) return
@@ -108,11 +111,11 @@ export class StatePainter {
     this.paintNodes(ctx, nodes, theme)
   }
 
-  private at(p: { x: number; y: number }): [number, number] {
+  private at(p: Point): [number, number] {
     return [p.x * this.vp.zoom + this.vp.pan.x, p.y * this.vp.zoom + this.vp.pan.y]
   }
 
-  private paintEdges(edges: [{ x: number; y: number }, { x: number; y: number }][], dim: boolean) {
+  private paintEdges(edges: [Point, Point][], dim: boolean) {
     const ctx = this.edges.getContext('2d')
     if (!ctx) return
     ctx.clearRect(0, 0, this.edges.width, this.edges.height)

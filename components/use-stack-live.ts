@@ -5,9 +5,10 @@
  * Loaded once: the stack, its traversals, the shown traversal's graph, row
  * types and events (folded into the graph model), the workers' names. Then the
  * Socket.IO stream carries every change: events are folded into the model
- * incrementally, at most once per animation frame (every 100 ms for a big
- * graph that Cytoscape redraws, zoomed in: the graph says); a step that took long, or frames that come late, make the next step
- * wait longer (up to 400 ms), so a burst merges into fewer, larger steps
+ * incrementally, at most once per animation frame (every 100 ms while
+ * Cytoscape draws a big graph's states: the graph says); a step that took
+ * long, or frames that come late, make the next step wait longer (up to
+ * 400 ms), so a burst merges into fewer, larger steps
  * (intermediate states are never drawn) instead of queueing frames. The
  * status badge follows the same stream, so it never runs ahead of the graph.
  *
