@@ -59,7 +59,7 @@ export interface NodeResult {
   next: ClaimedJob[]
 }
 
-type Locked = Extract<BeginResult, { outcome: 'locked' | 'replace_deleting' }>
+type Locked = Extract<BeginResult, { outcome: 'locked' }>
 
 type Created = Awaited<ReturnType<ResourceType['create']>>
 
@@ -109,7 +109,7 @@ export async function runNode(deps: NodeRunnerDeps, job: ClaimedJob): Promise<No
   try {
     // A successor claimed by the previous node's finish may already be begun (same transaction).
     const begun = job.begun ?? (await deps.store.beginNode(job))
-    if (begun.outcome !== 'locked' && begun.outcome !== 'replace_deleting') return { outcome: begun.outcome, next: [] }
+    if (begun.outcome !== 'locked') return { outcome: begun.outcome, next: [] }
     const ctx = await deps.traversals.get(job.traversalId!)
     const node = new NodeRun(deps, job, begun, ctx)
     return await node.run()
@@ -327,7 +327,6 @@ class NodeRun {
     } catch (err) {
       return this.fail(creating ? 'CREATE' : 'UPDATE', message(err))
     }
-    if (this.begun.outcome === 'replace_deleting') return this.replace(def.type, 'the resource is being deleted by an older traversal', false, props)
     const common = { currentTemplateId: this.scope.traversal.rawTemplateId, requires: this.requires(), deletionPolicy: def.deletionPolicy, clearReplacedBy: true, secretForms: this.secretForms }
     if (def.externalId !== undefined) return this.external(type, def, def.externalId, creating, common)
     // external_id removed from an adopted resource: Kiln manages its object from now on, and deletes it with the stack.
@@ -345,7 +344,7 @@ class NodeRun {
       case 'noop':
         return this.finish({ ok: true, reason: 'unchanged', set: common, payload: payloadOf({ ...this.row, secretForms: this.secretForms }) }, 'unchanged')
       case 'replace':
-        return this.replace(def.type, decision.reason, true, props)
+        return this.replace(def.type, decision.reason, props)
       case 'create': {
         // Write-ahead for effects outside Kiln: if this worker dies after the create made
         // something and before its result is stored, the row's cleanup still finds it.
@@ -362,7 +361,7 @@ class NodeRun {
         const res = await this.act((rc) => type.update(rc, props, prev, decision.changed))
         await marked()
         if (!res.ok) {
-          if (res.error instanceof ReplaceRequired && !res.aborted) return this.replace(def.type, res.error.message, true, props)
+          if (res.error instanceof ReplaceRequired && !res.aborted) return this.replace(def.type, res.error.message, props)
           return this.actionFailed('UPDATE', res)
         }
         const observed = look ? { eventData: { observed: look.finding.state, ...(decision.repair ? { repaired: describeDrift(look.finding) } : {}) } } : {}
@@ -483,11 +482,11 @@ class NodeRun {
     return { physicalId: this.row.physicalId, properties: this.row.properties ?? {}, attributes: this.row.attributes ?? {}, data: this.row.data ?? {} }
   }
 
-  private async replace(type: string, reason: string, holdsLock: boolean, props: Record<string, unknown>): Promise<NodeResult> {
+  private async replace(type: string, reason: string, props: Record<string, unknown>): Promise<NodeResult> {
     this.unmarked = null
     const head = this.headStart(type, props)
     reason = this.redact(reason)
-    const req = { type, requires: this.requires(), reason, claim: this.deps.inline, holdsLock, ...(head ? { uuid: head.uuid } : {}) }
+    const req = { type, requires: this.requires(), reason, claim: this.deps.inline, ...(head ? { uuid: head.uuid } : {}) }
     const res = await this.deps.store.replaceNode(this.job, req).catch((err: unknown) => {
       head?.abort('the replace call failed')
       throw err

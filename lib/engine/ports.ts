@@ -79,7 +79,7 @@ export interface NodeScope {
 
 export type BeginResult =
   | { outcome: 'gone' | 'stale' | 'duplicate' | 'skipped' | 'blocked' }
-  | ({ outcome: 'locked' | 'replace_deleting'; resource: ResourceRow; inputs: NodePayload[]; replacesUuid: string | null } & NodeScope)
+  | ({ outcome: 'locked'; resource: ResourceRow; inputs: NodePayload[]; replacesUuid: string | null } & NodeScope)
 
 /** Column changes written when a node releases its row (absent = unchanged). */
 export interface RowUpdate {
@@ -127,8 +127,6 @@ export interface ReplaceRequest {
   requires: number[]
   reason: string
   claim: boolean
-  /** false when the old row is locked by an older traversal deleting it */
-  holdsLock: boolean
   /** The new row's uuid, when the worker chose it (a head start runs under it). */
   uuid?: string
 }

@@ -226,7 +226,7 @@ test('replace calls that are ready together go as one call once two are in fligh
   const { pool, calls } = spiedPool()
   try {
     const store = createStore(pool, { workerId: worker, leaseMs: LEASE_MS })
-    const results = await Promise.all(updates.map((job) => store.replaceNode(job, { type: 'OS::Heat::None', requires: [], reason: 'replace', claim: true, holdsLock: true })))
+    const results = await Promise.all(updates.map((job) => store.replaceNode(job, { type: 'OS::Heat::None', requires: [], reason: 'replace', claim: true })))
     expect(calls).toEqual(['kiln_replace_node', 'kiln_replace_node', 'kiln_replace_nodes'])
     for (const [i, r] of results.entries()) {
       if (r.outcome !== 'ok') throw new Error(`replace ${i}: ${r.outcome}`)

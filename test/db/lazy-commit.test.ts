@@ -126,7 +126,7 @@ resources:
 test('a replacement commits lazily only when the old row, the new one and the node it begins are state-only', async () => {
   // The replace call releases the old row and begins its replacement: a replace-all's calls used
   // to wait for the disk each, queued on the stack's event lock (15 ms of wait per node, --profile).
-  const replace = (type: string) => ({ type, requires: [], reason: 'replace', claim: true, holdsLock: true })
+  const replace = (type: string) => ({ type, requires: [], reason: 'replace', claim: true })
   const lazy = await claimed('replace-lazy', PAIR('OS::Heat::None', 'OS::Heat::None'), NONE)
   let out: Awaited<ReturnType<typeof replaceNode>> | undefined
   expect(await commitsWith(async () => (out = await replaceNode(one, lazy.worker, lazy.jobs[0]!, replace('OS::Heat::None'), LEASE_MS, NONE)))).toBe('off')

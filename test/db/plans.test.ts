@@ -144,7 +144,7 @@ async function runByHand(steps: pg.Pool, worker: string, traversalId: string, ac
       } else if (action === 'REPLACE' && job.isUpdate && job.resourceId === (job.graphKeyId ?? job.resourceId) && job.begun?.outcome === 'locked') {
         // The old row's update node hands itself to a new row, which is claimed and begun in the same call.
         const requires = job.begun.inputs.flatMap((p) => (p ? [p.id] : []))
-        const res = await replaceNode(steps, worker, job, { type: 'OS::Heat::None', requires, reason: 'replace', claim: true, holdsLock: true }, 60_000)
+        const res = await replaceNode(steps, worker, job, { type: 'OS::Heat::None', requires, reason: 'replace', claim: true }, 60_000)
         if (res.outcome !== 'ok' || !res.claimed) throw new Error(`replace: ${res.outcome}`)
         queue.push(res.claimed)
       } else {

@@ -6,9 +6,9 @@
 --   3. the traversal must not have failed or timed out              -> else 'skipped'
 --   4. the resource row must be unlocked:
 --        lease of the holder ran out -> break its lock (row FAILED), go on
---        update node, row being deleted by an older traversal -> 'replace_deleting'
 --        held by a live worker      -> register as the row's waiter, 'blocked'
---                                      (the holder retriggers us when it lets go)
+--                                      (the holder retriggers us when it lets go;
+--                                      a delete too: see below)
 --   5. lock it (engine_id, lease, atomic_key+1), node RUNNING        -> 'locked'
 --
 -- Terminal outcomes delete the job; 'locked' keeps it until kiln_finish_node.
@@ -265,15 +265,13 @@ BEGIN
   END IF;
 
   IF r.engine_id IS NOT NULL THEN
-    IF j.is_update AND r.action = 'DELETE' AND r.status = 'IN_PROGRESS' THEN
-      -- Do not wait for a delete this traversal would undo: create a replacement now.
-      UPDATE sync_point SET state = 'RUNNING', actor_id = r.id, updated_at = now()
-       WHERE traversal_id = j.traversal_id AND resource_id = v_key AND is_update = j.is_update;
-      RETURN jsonb_build_object('result', kiln_locked_reply('replace_deleting', to_jsonb(r), s, t, v_key, j.is_update), 'events', v_events);
-    END IF;
     -- Held by a live worker of an older traversal: stop here. The holder
     -- retriggers this node when it lets go (kiln_retrigger_waiter). A newer
     -- traversal's node overwrites an older waiter: only the newest matters.
+    -- An update node waits for a delete it will undo too (as Heat does): the
+    -- deleted row is then replaced. A replacement made beside the running
+    -- delete would contend with it for whatever the two share outside Kiln
+    -- (a Kiln::File's path, a database's name), which the delete still holds.
     UPDATE resource SET waiter_traversal_id = j.traversal_id, waiter_is_update = j.is_update WHERE id = r.id;
     UPDATE sync_point SET state = 'BLOCKED', updated_at = now()
      WHERE traversal_id = j.traversal_id AND resource_id = v_key AND is_update = j.is_update;
@@ -298,12 +296,10 @@ BEGIN
 END $$;
 
 -- May a step that began a node with this result commit lazily (10_events.sql)?
--- Only if the node was not locked to act, or its row is of a lazy type; a
--- replacement of a row being deleted never (the new row's type is not known here).
+-- Only if the node was not locked to act, or its row is of a lazy type.
 CREATE OR REPLACE FUNCTION kiln_begun_lazily(p_result jsonb, p_lazy_types jsonb) RETURNS boolean LANGUAGE sql IMMUTABLE AS $$
   SELECT CASE p_result->>'outcome'
     WHEN 'locked' THEN coalesce(p_lazy_types ? (p_result->'resource'->>'type'), false)
-    WHEN 'replace_deleting' THEN false
     ELSE true END
 $$;
 

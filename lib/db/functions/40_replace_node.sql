@@ -5,14 +5,12 @@
 -- hand the node to a job for the new row. The new row *impersonates* the old
 -- row's graph node: its successors and the stack hear from the node they wait for.
 --
--- p_spec: { type, requires: [ids], reason, claim, holds_lock, begin_lease_ms, uuid }
+-- p_spec: { type, requires: [ids], reason, claim, begin_lease_ms, uuid }
 -- uuid: the new row's, when the worker chose it (it starts a state-only
 -- type's create under that identity while this call runs: check-resource.ts,
 -- "head start"); otherwise a fresh one.
 -- With claim and begin_lease_ms the new row is also begun (locked, RUNNING) in
 -- this transaction, as kiln_finish_node does for a successor.
--- holds_lock = false for the "row is being deleted by an older traversal" case,
--- where the old row stays locked by that traversal's worker.
 -- lazy_types (the worker's state-only types, 10_events.sql): when the old row,
 -- the new one and whatever was begun are all of them, the call commits
 -- without waiting for the disk, as a finish does. It used to wait: the replace
@@ -31,7 +29,6 @@ DECLARE
   r resource%ROWTYPE;
   v_new resource%ROWTYPE;
   v_job job%ROWTYPE;
-  v_holds boolean := coalesce((p_spec->>'holds_lock')::boolean, true);
   v_claim boolean := coalesce((p_spec->>'claim')::boolean, false);
   v_key int;
   v_events jsonb := '[]';
@@ -47,18 +44,16 @@ BEGIN
   IF NOT FOUND OR j.locked_by IS DISTINCT FROM p_worker THEN RETURN jsonb_build_object('outcome', 'gone'); END IF;
   SELECT * INTO s FROM stack WHERE id = j.stack_id FOR SHARE;
   SELECT * INTO r FROM resource WHERE id = j.resource_id FOR UPDATE;
-  IF v_holds AND r.engine_id IS DISTINCT FROM p_worker THEN
+  IF r.engine_id IS DISTINCT FROM p_worker THEN
     DELETE FROM job WHERE id = p_job;
     RETURN jsonb_build_object('outcome', 'lock_lost');
   END IF;
   v_key := coalesce(j.graph_key_id, j.resource_id);
-  v_waiter_trav := CASE WHEN v_holds THEN r.waiter_traversal_id END;
-  v_waiter_upd := CASE WHEN v_holds THEN r.waiter_is_update END;
-  IF v_holds THEN
-    UPDATE resource SET engine_id = NULL, lock_traversal_id = NULL, lease_expires_at = NULL,
-           waiter_traversal_id = NULL, waiter_is_update = NULL, atomic_key = atomic_key + 1, updated_at = now()
-     WHERE id = r.id;
-  END IF;
+  v_waiter_trav := r.waiter_traversal_id;
+  v_waiter_upd := r.waiter_is_update;
+  UPDATE resource SET engine_id = NULL, lock_traversal_id = NULL, lease_expires_at = NULL,
+         waiter_traversal_id = NULL, waiter_is_update = NULL, atomic_key = atomic_key + 1, updated_at = now()
+   WHERE id = r.id;
   DELETE FROM job WHERE id = p_job;
 
   IF s.current_traversal_id IS DISTINCT FROM j.traversal_id THEN
@@ -91,7 +86,7 @@ BEGIN
   RETURNING * INTO v_job;
   v_events := v_events || kiln_ev('node', t.id, r.id, r.name, r.physical_id, NULL, NULL,
     'replaced: ' || coalesce(p_spec->>'reason', 'replacement required'),
-    jsonb_build_object('rid', v_key, 'update', true, 'state', 'READY', 'replaced_by', v_new.id, 'lock', CASE WHEN v_holds THEN 'released' END));
+    jsonb_build_object('rid', v_key, 'update', true, 'state', 'READY', 'replaced_by', v_new.id, 'lock', 'released'));
   v_ev := kiln_retrigger_waiter(s, r.id, v_waiter_trav, v_waiter_upd);
   IF v_ev IS NOT NULL THEN v_events := v_events || v_ev; END IF;
   IF v_claim AND p_spec ? 'begin_lease_ms' THEN
@@ -140,15 +135,14 @@ BEGIN
   FOR k IN
     WITH it AS (
       SELECT j.traversal_id, s.current_traversal_id AS cur, coalesce(j.graph_key_id, j.resource_id) AS node,
-             r.id AS rid, r.waiter_traversal_id AS wt, r.waiter_is_update AS wu,
-             coalesce((e->'spec'->>'holds_lock')::boolean, true) AS holds
+             r.id AS rid, r.waiter_traversal_id AS wt, r.waiter_is_update AS wu
         FROM jsonb_array_elements(p_items) e
         JOIN unnest(v_jobs) j ON j.id = (e->>'job')::bigint
         CROSS JOIN LATERAL (SELECT s.current_traversal_id FROM stack s WHERE s.id = j.stack_id OFFSET 0) s
         CROSS JOIN LATERAL (SELECT r.id, r.waiter_traversal_id, r.waiter_is_update FROM resource r WHERE r.id = j.resource_id OFFSET 0) r
     ), keys AS (
       SELECT cur AS trav, node AS rid, true AS upd FROM it WHERE traversal_id = cur
-      UNION SELECT cur, rid, wu FROM it WHERE holds AND wt = cur
+      UNION SELECT cur, rid, wu FROM it WHERE wt = cur
     )
     SELECT trav, array_agg(rid) AS rids, array_agg(upd) AS upds FROM keys GROUP BY trav ORDER BY trav
   LOOP

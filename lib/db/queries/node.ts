@@ -55,7 +55,7 @@ export function claimedWithBegin(job: Json, begun: unknown): ClaimedJob {
 
 function toBeginResult(out: Json): BeginResult {
   const outcome = out.outcome as BeginResult['outcome']
-  if (outcome !== 'locked' && outcome !== 'replace_deleting') return { outcome } as BeginResult
+  if (outcome !== 'locked') return { outcome } as BeginResult
   return {
     outcome,
     resource: toResourceRow(out.resource as Json),
@@ -178,7 +178,6 @@ function replaceSpec(req: ReplaceRequest, beginLeaseMs: number | undefined, lazy
     requires: req.requires,
     reason: req.reason,
     claim: req.claim,
-    holds_lock: req.holdsLock,
     ...(req.uuid ? { uuid: req.uuid } : {}),
     ...(req.claim && beginLeaseMs ? { begin_lease_ms: beginLeaseMs } : {}),
     ...(lazyTypes.length ? { lazy_types: lazyTypes } : {}),

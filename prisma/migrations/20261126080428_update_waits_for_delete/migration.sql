@@ -1,0 +1,301 @@
+-- lib/db/functions/20_begin_node.sql
+CREATE OR REPLACE FUNCTION kiln_begin_core(p_job bigint, p_worker uuid, p_lease_ms int, p_nowait boolean) RETURNS jsonb LANGUAGE plpgsql AS $$
+DECLARE
+  j job%ROWTYPE;
+  s stack%ROWTYPE;
+  t traversal%ROWTYPE;
+  sp sync_point%ROWTYPE;
+  r resource%ROWTYPE;
+  v_key int;
+  v_lock jsonb;
+  v_events jsonb := '[]';
+  v_node jsonb;
+  v_row_found boolean;
+  v_later CONSTANT jsonb := '{"result": {"outcome": "later"}, "events": []}';
+BEGIN
+  SELECT * INTO j FROM job WHERE id = p_job;
+  IF NOT FOUND OR j.locked_by IS DISTINCT FROM p_worker THEN
+    RETURN jsonb_build_object('result', jsonb_build_object('outcome', 'gone'), 'events', '[]'::jsonb);
+  END IF;
+  -- Node steps share the stack row; a traversal start, a settle or a sweep
+  -- (which take it exclusively) waits for them and they for it.
+  IF p_nowait THEN
+    SELECT * INTO s FROM stack WHERE id = j.stack_id FOR SHARE SKIP LOCKED;
+    IF NOT FOUND AND EXISTS (SELECT 1 FROM stack WHERE id = j.stack_id) THEN RETURN v_later; END IF;
+  ELSE
+    SELECT * INTO s FROM stack WHERE id = j.stack_id FOR SHARE;
+  END IF;
+  IF s.id IS NULL OR s.current_traversal_id IS DISTINCT FROM j.traversal_id THEN
+    DELETE FROM job WHERE id = p_job;
+    RETURN jsonb_build_object('result', jsonb_build_object('outcome', 'stale', 'current_traversal_id', s.current_traversal_id), 'events', '[]'::jsonb);
+  END IF;
+
+  SELECT * INTO t FROM traversal WHERE id = j.traversal_id;
+  v_key := coalesce(j.graph_key_id, j.resource_id);
+  v_node := jsonb_build_object('rid', v_key, 'update', j.is_update);
+
+  -- The row, then the node's sync point (lock order 2, 3): two jobs for one
+  -- node (a requeue racing the original) queue here, and the second sees RUNNING.
+  IF p_nowait THEN
+    SELECT * INTO r FROM resource WHERE id = j.resource_id FOR UPDATE SKIP LOCKED;
+    v_row_found := FOUND;
+    IF NOT v_row_found AND EXISTS (SELECT 1 FROM resource WHERE id = j.resource_id) THEN RETURN v_later; END IF;
+    SELECT * INTO sp FROM sync_point WHERE traversal_id = j.traversal_id AND resource_id = v_key AND is_update = j.is_update FOR UPDATE SKIP LOCKED;
+    IF NOT FOUND AND EXISTS (SELECT 1 FROM sync_point WHERE traversal_id = j.traversal_id AND resource_id = v_key AND is_update = j.is_update) THEN
+      RETURN v_later;
+    END IF;
+  ELSE
+    SELECT * INTO r FROM resource WHERE id = j.resource_id FOR UPDATE;
+    v_row_found := FOUND;
+    SELECT * INTO sp FROM sync_point WHERE traversal_id = j.traversal_id AND resource_id = v_key AND is_update = j.is_update FOR UPDATE;
+  END IF;
+
+  IF sp.state = 'RUNNING' AND sp.actor_id = j.resource_id AND r.engine_id = p_worker AND r.lock_traversal_id = j.traversal_id THEN
+    -- A retry of a call that committed but whose reply was lost, or a step lost
+    -- in a database crash (a lazy commit) whose job the worker gave back: answer
+    -- as before. The row's state before that begin is not kept; a create it
+    -- started is still a create (retried in place: physical names are stable per
+    -- row), not an update of a row that was never made.
+    RETURN jsonb_build_object('result', kiln_locked_reply('locked',
+      to_jsonb(r) || CASE WHEN r.action = 'CREATE' AND r.status = 'IN_PROGRESS' AND r.properties IS NULL
+                          THEN '{"action": "INIT", "status": "COMPLETE"}'::jsonb ELSE '{}' END,
+      s, t, v_key, j.is_update), 'events', '[]'::jsonb);
+  END IF;
+  IF sp.state IS DISTINCT FROM 'READY' OR (sp.actor_id IS NOT NULL AND sp.actor_id <> j.resource_id) THEN
+    DELETE FROM job WHERE id = p_job;
+    RETURN jsonb_build_object('result', jsonb_build_object('outcome', 'duplicate', 'state', sp.state), 'events', '[]'::jsonb);
+  END IF;
+
+  IF t.failure_reason IS NULL AND t.deadline < now() THEN
+    -- The traversal row comes after the sync points in the lock order; a
+    -- begin that must not wait leaves the time-out to a plain begin.
+    IF p_nowait THEN RETURN v_later; END IF;
+    UPDATE traversal SET failure_reason = 'Timed out' WHERE id = t.id AND failure_reason IS NULL;
+    IF FOUND THEN
+      v_events := v_events || kiln_ev('stack', t.id, NULL, NULL, NULL, t.action, 'IN_PROGRESS', 'Timed out', jsonb_build_object('failing', true));
+    END IF;
+    SELECT * INTO t FROM traversal WHERE id = t.id;
+  END IF;
+
+  IF t.failure_reason IS NOT NULL OR NOT v_row_found THEN
+    -- Failure policy: once a node failed, nothing new is started.
+    IF NOT v_row_found AND t.failure_reason IS NULL THEN
+      IF p_nowait THEN RETURN v_later; END IF;
+      UPDATE traversal SET failure_reason = 'resource row ' || j.resource_id || ' vanished' WHERE id = t.id AND failure_reason IS NULL;
+    END IF;
+    UPDATE sync_point SET state = 'SKIPPED', updated_at = now()
+     WHERE traversal_id = j.traversal_id AND resource_id = v_key AND is_update = j.is_update;
+    DELETE FROM job WHERE id = p_job;
+    v_events := v_events || kiln_ev('node', t.id, j.resource_id, r.name, NULL, NULL, NULL, 'skipped: the traversal is failing',
+                                    v_node || jsonb_build_object('state', 'SKIPPED'));
+    RETURN jsonb_build_object('result', jsonb_build_object('outcome', 'skipped'), 'events', v_events, 'settle', t.id);
+  END IF;
+
+  IF r.engine_id IS NOT NULL AND r.lease_expires_at < now() THEN
+    -- The holder stopped heartbeating: break its lock. The row can no longer be
+    -- trusted (the action may have half happened), so it is FAILED (unless it
+    -- was already deleted: kiln_status_after_dead_holder); an update node
+    -- replaces it, a cleanup node deletes it. Its waiter stays, for this
+    -- node's finish to retrigger.
+    v_events := v_events || kiln_break_dead_lock(r, false);
+    SELECT * INTO r FROM resource WHERE id = r.id;
+  END IF;
+
+  IF r.engine_id IS NOT NULL THEN
+    -- Held by a live worker of an older traversal: stop here. The holder
+    -- retriggers this node when it lets go (kiln_retrigger_waiter). A newer
+    -- traversal's node overwrites an older waiter: only the newest matters.
+    -- An update node waits for a delete it will undo too (as Heat does): the
+    -- deleted row is then replaced. A replacement made beside the running
+    -- delete would contend with it for whatever the two share outside Kiln
+    -- (a Kiln::File's path, a database's name), which the delete still holds.
+    UPDATE resource SET waiter_traversal_id = j.traversal_id, waiter_is_update = j.is_update WHERE id = r.id;
+    UPDATE sync_point SET state = 'BLOCKED', updated_at = now()
+     WHERE traversal_id = j.traversal_id AND resource_id = v_key AND is_update = j.is_update;
+    DELETE FROM job WHERE id = p_job;
+    v_events := v_events || kiln_ev('node', t.id, r.id, r.name, r.physical_id, NULL, NULL,
+      'blocked: locked by an older traversal',
+      v_node || jsonb_build_object('state', 'BLOCKED', 'blocked_by', r.lock_traversal_id, 'holder', r.engine_id, 'lease_expires_at', r.lease_expires_at));
+    RETURN jsonb_build_object('result', jsonb_build_object('outcome', 'blocked', 'blocked_by', r.lock_traversal_id), 'events', v_events);
+  END IF;
+
+  v_lock := kiln_lock_node_row(r, s, t, v_key, j.is_update, sp, p_worker, p_lease_ms);
+  RETURN jsonb_build_object('result', v_lock->'result', 'events', v_events || (v_lock->'events'));
+END $$;
+
+-- May a step that began a node with this result commit lazily (10_events.sql)?
+-- Only if the node was not locked to act, or its row is of a lazy type.
+CREATE OR REPLACE FUNCTION kiln_begun_lazily(p_result jsonb, p_lazy_types jsonb) RETURNS boolean LANGUAGE sql IMMUTABLE AS $$
+  SELECT CASE p_result->>'outcome'
+    WHEN 'locked' THEN coalesce(p_lazy_types ? (p_result->'resource'->>'type'), false)
+    ELSE true END
+$$;
+
+-- lib/db/functions/40_replace_node.sql
+-- kiln_replace_node: an update node found that its row must be replaced
+-- (create-before-delete). In one transaction: insert the replacement row
+-- (INIT, `replaces` = old), point the old row's `replaced_by` at it, release the
+-- old row unchanged (it stays visible until its cleanup node deletes it), and
+-- hand the node to a job for the new row. The new row *impersonates* the old
+-- row's graph node: its successors and the stack hear from the node they wait for.
+--
+-- p_spec: { type, requires: [ids], reason, claim, begin_lease_ms, uuid }
+-- uuid: the new row's, when the worker chose it (it starts a state-only
+-- type's create under that identity while this call runs: check-resource.ts,
+-- "head start"); otherwise a fresh one.
+-- With claim and begin_lease_ms the new row is also begun (locked, RUNNING) in
+-- this transaction, as kiln_finish_node does for a successor.
+-- lazy_types (the worker's state-only types, 10_events.sql): when the old row,
+-- the new one and whatever was begun are all of them, the call commits
+-- without waiting for the disk, as a finish does. It used to wait: the replace
+-- calls of a replace-all queued on the stack's event lock, each holding it
+-- through a flush (layered-1000: 15 ms of lock wait per node, --profile).
+--
+-- With p_emit false (kiln_replace_nodes), the sync points are already locked
+-- and the events, the need to notify and whether the call may commit lazily
+-- are returned (`stack_id`, `events`, `notify`, `lazy`) for the batch.
+
+CREATE OR REPLACE FUNCTION kiln_replace_node(p_job bigint, p_worker uuid, p_spec jsonb, p_emit boolean DEFAULT true) RETURNS jsonb LANGUAGE plpgsql SET enable_seqscan = off SET plan_cache_mode = force_generic_plan AS $$
+DECLARE
+  j job%ROWTYPE;
+  s stack%ROWTYPE;
+  t traversal%ROWTYPE;
+  r resource%ROWTYPE;
+  v_new resource%ROWTYPE;
+  v_job job%ROWTYPE;
+  v_claim boolean := coalesce((p_spec->>'claim')::boolean, false);
+  v_key int;
+  v_events jsonb := '[]';
+  v_ev jsonb;
+  v_waiter_trav uuid;
+  v_waiter_upd boolean;
+  v_begin jsonb;
+  v_lazy_types jsonb := p_spec->'lazy_types';
+  v_lazy boolean;
+  v_notify boolean;
+BEGIN
+  SELECT * INTO j FROM job WHERE id = p_job;
+  IF NOT FOUND OR j.locked_by IS DISTINCT FROM p_worker THEN RETURN jsonb_build_object('outcome', 'gone'); END IF;
+  SELECT * INTO s FROM stack WHERE id = j.stack_id FOR SHARE;
+  SELECT * INTO r FROM resource WHERE id = j.resource_id FOR UPDATE;
+  IF r.engine_id IS DISTINCT FROM p_worker THEN
+    DELETE FROM job WHERE id = p_job;
+    RETURN jsonb_build_object('outcome', 'lock_lost');
+  END IF;
+  v_key := coalesce(j.graph_key_id, j.resource_id);
+  v_waiter_trav := r.waiter_traversal_id;
+  v_waiter_upd := r.waiter_is_update;
+  UPDATE resource SET engine_id = NULL, lock_traversal_id = NULL, lease_expires_at = NULL,
+         waiter_traversal_id = NULL, waiter_is_update = NULL, atomic_key = atomic_key + 1, updated_at = now()
+   WHERE id = r.id;
+  DELETE FROM job WHERE id = p_job;
+
+  IF s.current_traversal_id IS DISTINCT FROM j.traversal_id THEN
+    -- Superseded while we were deciding: the newer traversal decides for itself.
+    v_ev := kiln_retrigger_waiter(s, r.id, v_waiter_trav, v_waiter_upd);
+    IF NOT p_emit THEN
+      RETURN jsonb_build_object('outcome', 'stale', 'stack_id', s.id, 'events', CASE WHEN v_ev IS NULL THEN '[]'::jsonb ELSE jsonb_build_array(v_ev) END, 'notify', v_ev IS NOT NULL);
+    END IF;
+    IF v_ev IS NOT NULL THEN
+      PERFORM kiln_emit(s.id, jsonb_build_array(v_ev));
+      PERFORM pg_notify('kiln_jobs', '');
+    END IF;
+    RETURN jsonb_build_object('outcome', 'stale');
+  END IF;
+
+  SELECT * INTO t FROM traversal WHERE id = j.traversal_id;
+  INSERT INTO resource (uuid, stack_id, name, type, action, status, current_template_id, requires, replaces, last_traversal_id)
+  VALUES (coalesce((p_spec->>'uuid')::uuid, gen_random_uuid()), s.id, r.name, coalesce(p_spec->>'type', r.type), 'INIT', 'COMPLETE', t.raw_template_id,
+          ARRAY(SELECT jsonb_array_elements_text(coalesce(p_spec->'requires', '[]'))::int), r.id, t.id)
+  RETURNING * INTO v_new;
+  UPDATE resource SET replaced_by = v_new.id, atomic_key = atomic_key + 1 WHERE id = r.id;
+  IF p_emit THEN
+    PERFORM kiln_lock_sync_points(t.id, ARRAY[v_key, CASE WHEN v_waiter_trav = t.id THEN r.id END], ARRAY[true, v_waiter_upd]);
+  END IF;
+  UPDATE sync_point SET state = 'READY', actor_id = v_new.id, updated_at = now()
+   WHERE traversal_id = t.id AND resource_id = v_key AND is_update = true;
+  INSERT INTO job (kind, stack_id, traversal_id, resource_id, is_update, graph_key_id, locked_by, locked_at, attempts)
+  VALUES ('check_resource', s.id, t.id, v_new.id, true, v_key,
+          CASE WHEN v_claim THEN p_worker END, CASE WHEN v_claim THEN now() END, CASE WHEN v_claim THEN 1 ELSE 0 END)
+  RETURNING * INTO v_job;
+  v_events := v_events || kiln_ev('node', t.id, r.id, r.name, r.physical_id, NULL, NULL,
+    'replaced: ' || coalesce(p_spec->>'reason', 'replacement required'),
+    jsonb_build_object('rid', v_key, 'update', true, 'state', 'READY', 'replaced_by', v_new.id, 'lock', 'released'));
+  v_ev := kiln_retrigger_waiter(s, r.id, v_waiter_trav, v_waiter_upd);
+  IF v_ev IS NOT NULL THEN v_events := v_events || v_ev; END IF;
+  IF v_claim AND p_spec ? 'begin_lease_ms' THEN
+    v_begin := kiln_begin_core(v_job.id, p_worker, (p_spec->>'begin_lease_ms')::int, true);
+    v_events := v_events || (v_begin->'events');
+  END IF;
+  v_lazy := coalesce(v_lazy_types ? r.type AND v_lazy_types ? v_new.type, false)
+            AND (v_begin IS NULL OR kiln_begun_lazily(v_begin->'result', v_lazy_types));
+  v_notify := NOT v_claim OR v_ev IS NOT NULL;
+  IF NOT p_emit THEN
+    RETURN jsonb_build_object('outcome', 'ok', 'replacement', to_jsonb(v_new), 'claimed', CASE WHEN v_claim THEN to_jsonb(v_job) END,
+      'begun', v_begin->'result', 'settle', v_begin->'settle', 'stack_id', s.id, 'events', v_events, 'notify', v_notify, 'lazy', v_lazy);
+  END IF;
+  IF v_lazy THEN PERFORM kiln_commit_lazily(); END IF;
+  PERFORM kiln_emit(s.id, v_events);
+  IF v_notify THEN PERFORM pg_notify('kiln_jobs', ''); END IF;
+  RETURN jsonb_build_object('outcome', 'ok', 'replacement', to_jsonb(v_new), 'claimed', CASE WHEN v_claim THEN to_jsonb(v_job) END,
+    'begun', v_begin->'result', 'settle', v_begin->'settle');
+END $$;
+
+-- kiln_replace_nodes: the replace calls one worker has ready at the same
+-- moment, in one transaction: one commit and one turn at the stack's event
+-- lock instead of one each (a replace-all's first layer sends ten at once,
+-- which queued on that lock). Lock order (10_events.sql) across the batch:
+-- the stacks, the old rows, then every sync point the calls write (each
+-- node's, and a waiter's in the stack's current traversal), each set in key
+-- order; each call inside takes only locks the batch holds (its new row is
+-- its own). p_items: [{ job, spec }] (spec as for kiln_replace_node); returns
+-- the results in the same order.
+CREATE OR REPLACE FUNCTION kiln_replace_nodes(p_worker uuid, p_items jsonb) RETURNS jsonb LANGUAGE plpgsql SET enable_seqscan = off SET plan_cache_mode = force_generic_plan AS $$
+DECLARE
+  v_ids bigint[] := ARRAY(SELECT (e->>'job')::bigint FROM jsonb_array_elements(p_items) e);
+  k record;
+  v jsonb;
+  v_item jsonb;
+  v_out jsonb[] := '{}';
+  v_ev_stacks uuid[] := '{}';
+  v_ev_lists jsonb[] := '{}';
+  v_lazy boolean := true;
+  v_notify boolean := false;
+  v_jobs job[];
+BEGIN
+  -- Every key looked up one by one (kiln_batch_jobs, 20_begin_node.sql).
+  v_jobs := kiln_batch_jobs(v_ids, p_worker);
+  PERFORM kiln_lock_batch(v_jobs);
+  FOR k IN
+    WITH it AS (
+      SELECT j.traversal_id, s.current_traversal_id AS cur, coalesce(j.graph_key_id, j.resource_id) AS node,
+             r.id AS rid, r.waiter_traversal_id AS wt, r.waiter_is_update AS wu
+        FROM jsonb_array_elements(p_items) e
+        JOIN unnest(v_jobs) j ON j.id = (e->>'job')::bigint
+        CROSS JOIN LATERAL (SELECT s.current_traversal_id FROM stack s WHERE s.id = j.stack_id OFFSET 0) s
+        CROSS JOIN LATERAL (SELECT r.id, r.waiter_traversal_id, r.waiter_is_update FROM resource r WHERE r.id = j.resource_id OFFSET 0) r
+    ), keys AS (
+      SELECT cur AS trav, node AS rid, true AS upd FROM it WHERE traversal_id = cur
+      UNION SELECT cur, rid, wu FROM it WHERE wt = cur
+    )
+    SELECT trav, array_agg(rid) AS rids, array_agg(upd) AS upds FROM keys GROUP BY trav ORDER BY trav
+  LOOP
+    PERFORM kiln_lock_sync_points(k.trav, k.rids, k.upds);
+  END LOOP;
+
+  FOR v_item IN SELECT e FROM jsonb_array_elements(p_items) e LOOP
+    v := kiln_replace_node((v_item->>'job')::bigint, p_worker, v_item->'spec', false);
+    -- Lazily only when every call of the batch may (a 'gone' one wrote nothing, but says no).
+    v_lazy := v_lazy AND coalesce((v->>'lazy')::boolean, false);
+    v_notify := v_notify OR coalesce((v->>'notify')::boolean, false);
+    IF v ? 'events' THEN
+      v_ev_stacks := v_ev_stacks || (v->>'stack_id')::uuid;
+      v_ev_lists := v_ev_lists || (v->'events');
+    END IF;
+    v_out := v_out || (v - 'events' - 'stack_id' - 'lazy' - 'notify');
+  END LOOP;
+  IF v_lazy THEN PERFORM kiln_commit_lazily(); END IF;
+  PERFORM kiln_emit_each(kiln_events_by_stack(v_ev_stacks, v_ev_lists));
+  IF v_notify THEN PERFORM pg_notify('kiln_jobs', ''); END IF;
+  RETURN to_jsonb(v_out);
+END $$;
