@@ -142,3 +142,27 @@ test('a database with rows survives a failed update, a worker killed mid-update 
   // The password the tenant was given at create still opens its database, with its rows.
   expect(await tenantRows(made!.url)).toEqual([1, 2, 3])
 })
+
+test('a database a DROP DATABASE left half-dropped (invalid) is seen as gone, and the next update makes it again', async () => {
+  const name = `kiln_inv_${crypto.randomBytes(4).toString('hex')}`
+  const { stack } = await c.services.create(c.actor, { name: 'half-dropped', template: template(name, 3) })
+  expect(await c.settle(stack.id)).toBe('CREATE_COMPLETE')
+  // What an interrupted DROP DATABASE leaves (PostgreSQL 15.4+): the database marked invalid, which only a drop accepts.
+  await admin.query('UPDATE pg_database SET datconnlimit = -2 WHERE datname = $1', [name])
+  const other = new pg.Client({ connectionString: target.url })
+  other.on('error', () => {}) // the refusal is FATAL: the server ends the session
+  await other.connect()
+  await expect(other.query(`ALTER DATABASE "${name}" CONNECTION LIMIT 4`)).rejects.toThrow(/invalid database/)
+  await other.end().catch(() => {})
+
+  await c.services.check(c.actor, stack.id)
+  expect(await c.settle(stack.id)).toBe('CHECK_FAILED')
+  await update(stack.id, name, 4)
+  expect(await c.settle(stack.id)).toBe('UPDATE_COMPLETE')
+  expect((await admin.query('SELECT datconnlimit FROM pg_database WHERE datname = $1', [name])).rows).toEqual([{ datconnlimit: 4 }])
+  const [row] = await dbRows(stack.id)
+  const tenant = new pg.Client({ connectionString: row!.url })
+  await tenant.connect()
+  expect((await tenant.query('SELECT current_database() AS db')).rows[0].db).toBe(name)
+  await tenant.end()
+})

@@ -150,6 +150,9 @@ async function snapshot(ctx: ResourceContext, state: ResourceState): Promise<{ n
     const [records, here, source] = [await ctx.objects.find(snapRefs), await present(c, snap), await present(c, name)]
     if (records.every((r) => r === null) && (here.database || here.role)) throw new ResourceActionError(`${snap} already exists on the server and was not created by Kiln: no snapshot of ${name} was taken`)
     if (!source.database && !here.database) return null // nothing left to copy
+    if (source.invalid && !here.database) {
+      throw new ResourceActionError(`database ${name} was left half-dropped by an earlier attempt: its data cannot be copied, so no snapshot can be taken (deletion_policy Delete drops it)`)
+    }
     const claim = await ctx.objects.claim(snapRefs, { snapshotOf: name })
     if (claim.outcome !== 'claimed') throw new ResourceActionError(`the snapshot ${snap} could not be recorded (${claim.outcome})`)
     if (!here.role) await c.query(`CREATE ROLE ${ident(snap)} NOLOGIN NOINHERIT`)
@@ -187,9 +190,18 @@ async function serverVersion(c: pg.Client): Promise<number> {
   return Number((await c.query<{ v: string }>(`SELECT current_setting('server_version_num') AS v`)).rows[0]!.v)
 }
 
-async function present(c: pg.Client, name: string): Promise<{ database: boolean; role: boolean }> {
-  const { rows } = await c.query<{ database: boolean; role: boolean }>(
-    `SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1) AS database, EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1) AS role`,
+/**
+ * datconnlimit of a database a DROP DATABASE left half-dropped (PostgreSQL
+ * 15.4+ marks it so before removing its files; a worker killed or a server
+ * stopped mid-drop leaves the mark). Such a database takes no connection and
+ * no ALTER: it can only be dropped, and its data is already partly gone.
+ */
+const INVALID_DB = -2
+
+async function present(c: pg.Client, name: string): Promise<{ database: boolean; role: boolean; invalid: boolean }> {
+  const { rows } = await c.query<{ database: boolean; role: boolean; invalid: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1) AS database, EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1) AS role,
+            EXISTS (SELECT 1 FROM pg_database WHERE datname = $1 AND datconnlimit = ${INVALID_DB}) AS invalid`,
     [name],
   )
   return rows[0]!
@@ -239,6 +251,11 @@ async function ensure(ctx: ResourceContext, props: Record<string, unknown>, prev
     await endLeftovers(c, name)
     // From here on, whatever exists of that name is this resource's (a record says so).
     const found = await present(c, name)
+    if (found.invalid) {
+      // Half-dropped by an earlier delete of this resource: finish the drop, and make the database again.
+      await c.query(`DROP DATABASE ${ident(name)} WITH (FORCE)`)
+      found.database = false
+    }
     const from = typeof props.from_snapshot === 'string' ? props.from_snapshot : undefined
     if (from && !found.database) await snapshotToRestore(ctx, c, from)
     // Taken over from the row a replacement replaces: it exists, and was not made from the snapshot.
@@ -284,7 +301,8 @@ async function observe(ctx: ResourceContext, state: ResourceState): Promise<Obse
       [name],
     )
     const db = rows[0]
-    if (!db) return { state: 'gone' }
+    // A half-dropped database is as good as gone: nothing can connect to it, and a create drops it and starts again.
+    if (!db || Number(db.limit) === INVALID_DB) return { state: 'gone' }
     const problems: string[] = []
     if (!db.role) problems.push(`the login role ${name} is missing`)
     else if (db.owner !== name) problems.push(`the database is owned by ${db.owner}, not by its role ${name}`)
