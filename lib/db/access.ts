@@ -9,7 +9,7 @@
  * do). Kiln's own connections keep working: the owner keeps its own grant,
  * and a superuser needs none.
  */
-import pg from 'pg'
+import { openClient } from './own-client'
 
 const quoted = (s: string) => `"${s.replace(/"/g, '""')}"`
 
@@ -20,8 +20,7 @@ const quoted = (s: string) => `"${s.replace(/"/g, '""')}"`
  * superuser).
  */
 export async function restrictDatabaseAccess(url: string): Promise<string | null> {
-  const c = new pg.Client({ connectionString: url, application_name: 'kiln-bootstrap' })
-  await c.connect()
+  const c = await openClient({ connectionString: url, application_name: 'kiln-bootstrap' })
   try {
     const { rows: [db] } = await c.query<{ name: string; user: string }>(`SELECT current_database() AS name, current_user AS user`)
     // Without the privilege this is a warning, not an error; whether it took is read back below.

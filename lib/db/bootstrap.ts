@@ -3,9 +3,9 @@
  * cluster under the data directory (started if it is not running).
  */
 import path from 'node:path'
-import pg from 'pg'
 import type { Env } from '../env'
 import { startEmbeddedPostgres } from './embedded'
+import { openClient } from './own-client'
 
 export interface ResolvedDatabase {
   url: string
@@ -18,8 +18,7 @@ export const EMBEDDED_DB_NAME = 'kiln'
 
 /** CREATE DATABASE unless it exists (safe to race: a duplicate error is ignored). */
 export async function ensureDatabase(adminUrl: string, name: string): Promise<void> {
-  const client = new pg.Client({ connectionString: adminUrl })
-  await client.connect()
+  const client = await openClient({ connectionString: adminUrl })
   try {
     const found = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name])
     if (found.rowCount === 0) {

@@ -27,8 +27,8 @@ import fs from 'node:fs'
 import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
-import pg from 'pg'
 import { TENANT_GROUP } from '../resources/builtin/postgres-database'
+import { openClient } from './own-client'
 
 export interface EmbeddedPostgresOptions {
   /** Cluster directory (PG_VERSION lives here). */
@@ -234,8 +234,7 @@ function writeHba(dataDir: string, owner: { uid: number; gid: number } | undefin
 
 /** PUBLIC may not connect to the maintenance databases (tenants have no business there). */
 async function closeMaintenanceDatabases(adminUrl: string): Promise<void> {
-  const c = new pg.Client({ connectionString: adminUrl, application_name: 'kiln-bootstrap' })
-  await c.connect()
+  const c = await openClient({ connectionString: adminUrl, application_name: 'kiln-bootstrap' })
   try {
     await c.query('REVOKE CONNECT, TEMPORARY ON DATABASE postgres, template1 FROM PUBLIC')
   } finally {

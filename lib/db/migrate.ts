@@ -18,6 +18,7 @@ import { PrismaPg } from '@prisma/adapter-pg'
 import pg from 'pg'
 import { bindMigrationAwareSqlAdapterFactory } from '@prisma/driver-adapter-utils'
 import { dropFor, parseStatements, type Statement } from './sql-statements'
+import { openClient } from './own-client'
 
 const require = createRequire(import.meta.url)
 
@@ -146,6 +147,8 @@ async function withEngine<T>(connectionString: string, schemaText: string, fn: (
   // Our own pool, so that its connections are closed when we are done (an idle
   // connection would keep e.g. a template database busy).
   const pool = new pg.Pool({ connectionString, max: 2, idleTimeoutMillis: 50, allowExitOnIdle: true })
+  // An idle connection the server ends (a restart) is reported on the pool; unheard, it would end the process.
+  pool.on('error', () => {})
   try {
     const adapter = bindMigrationAwareSqlAdapterFactory(wholeScriptFactory(new PrismaPg(pool)))
     try {
@@ -259,8 +262,7 @@ export async function applyMigrations(connectionString: string, dir = MIGRATIONS
 
 /** Migrations recorded as applied in the database that the folder does not have. */
 async function unknownMigrations(connectionString: string, known: string[]): Promise<string[]> {
-  const client = new pg.Client({ connectionString })
-  await client.connect()
+  const client = await openClient({ connectionString })
   try {
     const { rows } = await client.query<{ name: string }>(
       `SELECT migration_name AS name FROM _prisma_migrations WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL ORDER BY migration_name`,
