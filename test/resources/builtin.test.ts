@@ -8,7 +8,7 @@ import crypto from 'node:crypto'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest'
 import { fileResource, MAX_FILE_BYTES } from '../../lib/resources/builtin/file'
 import { randomStringResource, valueResource } from '../../lib/resources/builtin/simple'
 import { testResource } from '../../lib/resources/builtin/test-resource'
@@ -267,6 +267,47 @@ describe('Kiln::File', () => {
     expect(fs.readdirSync(path.join(root, 'a'))).toEqual(['beside.txt'])
     await fileResource.delete(at({ resourceName: 'beside', resourceUuid: uuidN(82) }), state(beside))
     expect(fs.readdirSync(root)).toEqual([])
+  })
+
+  /**
+   * The moment another file's delete removes a directory it left empty falls between the walk's
+   * check of that directory and its realpath: the directory is removed there, once, as that delete would.
+   */
+  function removedMidWalk(dir: string) {
+    const real = fs.promises.realpath.bind(fs.promises)
+    let done = false
+    return vi.spyOn(fs.promises, 'realpath').mockImplementation(async (p, ...rest) => {
+      if (!done && p === dir) {
+        done = true
+        fs.rmdirSync(dir)
+      }
+      return real(p, ...rest)
+    })
+  }
+
+  test("a directory another file's delete removes mid-walk: a delete finds its file gone, a create makes the directory again", async () => {
+    const { root, at } = inWorkspace()
+    // A file whose create died before writing: its record is there, the file and its directory's content are not.
+    const never = props({ path: 'shared/never.txt', content: 'n' })
+    await fileResource.create(at({ resourceName: 'never', resourceUuid: uuidN(91) }), never)
+    fs.rmSync(path.join(root, 'shared/never.txt'))
+    let spy = removedMidWalk(path.join(root, 'shared'))
+    try {
+      await fileResource.delete(at({ resourceName: 'never', resourceUuid: uuidN(91) }), state(never))
+    } finally {
+      spy.mockRestore()
+    }
+    expect(fs.readdirSync(root)).toEqual([])
+
+    fs.mkdirSync(path.join(root, 'shared'))
+    spy = removedMidWalk(path.join(root, 'shared'))
+    try {
+      await fileResource.create(at({ resourceName: 'made', resourceUuid: uuidN(92) }), props({ path: 'shared/made.txt', content: 'm' }))
+      expect(spy.mock.calls.length).toBeGreaterThan(0)
+    } finally {
+      spy.mockRestore()
+    }
+    expect(fs.readFileSync(path.join(root, 'shared/made.txt'), 'utf8')).toBe('m')
   })
 })
 

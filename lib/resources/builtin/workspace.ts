@@ -110,7 +110,14 @@ async function parentDir(ws: ProjectWorkspace, parts: string[], create: boolean)
     dir = next
   }
   const expected = path.join(await fs.realpath(ws.root), ...parts.slice(0, -1))
-  if ((await fs.realpath(dir)) !== expected) throw new WorkspaceError(`${parts.slice(0, -1).join('/')} changed into a link while it was checked`)
+  const real = await fs.realpath(dir).catch((err: NodeJS.ErrnoException) => {
+    // A delete in the same project removed a directory it left empty after our walk: the path is gone
+    // (a walk that makes directories is walked again by its caller).
+    if (err.code === 'ENOENT' && !create) return null
+    throw err
+  })
+  if (real === null) return null
+  if (real !== expected) throw new WorkspaceError(`${parts.slice(0, -1).join('/')} changed into a link while it was checked`)
   return dir
 }
 
@@ -140,20 +147,21 @@ export async function writeAt(ws: ProjectWorkspace, rel: string, content: Buffer
     } finally {
       await fh.close()
     }
-    // A delete in the same project may remove a directory it left empty between our walk and
-    // the rename (ENOENT): walk again, making it anew.
+    // A delete in the same project may remove a directory it left empty while we walk, or
+    // between the walk and the rename (ENOENT): walk again, making it anew.
     for (let attempt = 1; ; attempt++) {
-      const dir = (await parentDir(ws, parts, true))!
-      const target = path.join(dir, parts.at(-1)!)
-      const st = await lstatOrNull(target)
-      if (st?.isSymbolicLink()) throw new WorkspaceError(`${rel} is a symbolic link; Kiln never follows links`)
-      if (st && !st.isFile()) throw new WorkspaceError(`${rel} exists and is not a regular file`)
       try {
+        const dir = await parentDir(ws, parts, true)
+        if (dir === null) throw Object.assign(new Error('a parent directory was removed while it was made'), { code: 'ENOENT' })
+        const target = path.join(dir, parts.at(-1)!)
+        const st = await lstatOrNull(target)
+        if (st?.isSymbolicLink()) throw new WorkspaceError(`${rel} is a symbolic link; Kiln never follows links`)
+        if (st && !st.isFile()) throw new WorkspaceError(`${rel} exists and is not a regular file`)
         // rename() replaces what is at `target` and never writes through a link there.
         await fs.rename(tmp, target)
         return
       } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== 'ENOENT' || attempt >= 3) throw err
+        if ((err as NodeJS.ErrnoException).code !== 'ENOENT' || attempt >= 5) throw err
       }
     }
   } catch (err) {
