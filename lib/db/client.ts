@@ -25,9 +25,30 @@ export interface Db {
   close(): Promise<void>
 }
 
-async function warm(pool: pg.Pool, n: number): Promise<void> {
-  const clients = await Promise.all(Array.from({ length: n }, () => pool.connect()))
-  for (const c of clients) c.release()
+/**
+ * Open `n` connections at once (each is held until every one has been asked
+ * for, so the pool makes `n`), then give them all back. A held client has no
+ * listener of the pool's: one the server ends meanwhile (a restart while a
+ * worker starts) is heard here and released as broken, never an unheard
+ * 'error' event, which would end the process. A connect that fails gives the
+ * others back too, so that closing the pool does not wait for them.
+ */
+export async function warmPool(pool: pg.Pool, n: number): Promise<void> {
+  const held: { client: pg.PoolClient; lost?: Error; onError: (err: Error) => void }[] = []
+  const opened = await Promise.allSettled(
+    Array.from({ length: n }, async () => {
+      const client = await pool.connect()
+      const h: (typeof held)[number] = { client, onError: (err) => (h.lost = err) }
+      client.on('error', h.onError)
+      held.push(h)
+    }),
+  )
+  for (const h of held) {
+    h.client.off('error', h.onError)
+    h.client.release(h.lost)
+  }
+  const failed = opened.find((r): r is PromiseRejectedResult => r.status === 'rejected')
+  if (failed) throw failed.reason
 }
 
 export interface DbOptions {
@@ -59,7 +80,7 @@ export function createDb(url: string, opts: DbOptions = {}): Db {
     pool,
     prisma,
     url,
-    ready: opts.warm ? warm(pool, opts.max ?? 10) : Promise.resolve(),
+    ready: opts.warm ? warmPool(pool, opts.max ?? 10) : Promise.resolve(),
     async close() {
       if (closed) return
       closed = true

@@ -1,12 +1,14 @@
 /**
- * A connection of its own whose session the server ends while it idles
- * between statements (as a restart does): the process goes on, and the next
- * statement fails. Without a listener, pg's 'error' event for it would end the
- * process (vitest reports it as an unhandled error and fails the file); a
- * worker starting while PostgreSQL restarted died that way.
+ * Connections whose session the server ends while nothing listens for it
+ * (as a restart does): a connection of its own idling between statements,
+ * and a pooled one a warming pool holds. The process goes on. Without a
+ * listener, pg's 'error' event would end the process (vitest reports it as an
+ * unhandled error and fails the file); workers starting while PostgreSQL
+ * restarted died that way.
  */
 import pg from 'pg'
 import { afterAll, beforeAll, expect, test } from 'vitest'
+import { warmPool } from '../../lib/db/client'
 import { openClient } from '../../lib/db/own-client'
 import { testDatabase, type TestDatabase } from '../helpers/db'
 
@@ -29,4 +31,33 @@ test('a session ended by the server between statements does not end the process;
   await admin.end()
   await ended
   await expect(c.query('SELECT 1')).rejects.toThrow()
+})
+
+test('a warming pool whose first connection the server ends while the others open: warmed all the same, the broken one dropped', async () => {
+  const admin = new pg.Client({ connectionString: db.url })
+  await admin.connect()
+  const opened: pg.ClientBase[] = []
+  // The second connection opens only once the first, already held by the warm-up, has been ended by the server.
+  const pool = new pg.Pool({
+    connectionString: db.url,
+    max: 3,
+    onConnect: async (client: pg.ClientBase) => {
+      opened.push(client)
+      if (opened.length !== 2) return
+      const first = opened[0]!
+      const ended = new Promise((resolve) => first.once('end', resolve))
+      await admin.query('SELECT pg_terminate_backend($1, 10000)', [(first as unknown as { processID: number }).processID])
+      await ended
+    },
+  })
+  pool.on('error', () => {})
+  try {
+    await warmPool(pool, 3)
+    expect(opened).toHaveLength(3)
+    expect(pool.totalCount).toBe(2)
+    expect((await pool.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }])
+  } finally {
+    await pool.end()
+    await admin.end()
+  }
 })
