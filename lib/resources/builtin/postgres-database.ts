@@ -200,8 +200,9 @@ const INVALID_DB = -2
 
 async function present(c: pg.Client, name: string): Promise<{ database: boolean; role: boolean; invalid: boolean }> {
   const { rows } = await c.query<{ database: boolean; role: boolean; invalid: boolean }>(
-    `SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1) AS database, EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1) AS role,
-            EXISTS (SELECT 1 FROM pg_database WHERE datname = $1 AND datconnlimit = ${INVALID_DB}) AS invalid`,
+    `SELECT d.oid IS NOT NULL AS database, coalesce(d.datconnlimit = ${INVALID_DB}, false) AS invalid,
+            EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1) AS role
+       FROM (VALUES (1)) AS one (x) LEFT JOIN pg_database d ON d.datname = $1`,
     [name],
   )
   return rows[0]!
