@@ -83,6 +83,11 @@ const EnvSchema = z.object({
   KILN_WORKER_METRICS_PORT: int(0),
   /** Resource actions one worker process runs at once (its database calls share at most 8 connections). */
   KILN_WORKER_CONCURRENCY: int(64),
+  /**
+   * The share of a worker's slots one project may hold at once, in percent (at least one slot): the
+   * rest stays free for the other projects' work. 100: no cap.
+   */
+  KILN_PROJECT_SLOT_SHARE: int(75).refine((v) => v >= 1 && v <= 100, 'must be a percentage from 1 to 100'),
   /** After SIGTERM, how long in-flight actions may run before they are aborted. */
   KILN_SHUTDOWN_ABORT_MS: int(30_000),
   /** Let a worker run a successor it just made ready without a queue hop. */
@@ -160,7 +165,7 @@ const EnvSchema = z.object({
   KILN_CHILD: bool(false),
 })
 
-export type Env = z.infer<typeof EnvSchema> & { heartbeatMs: number }
+export type Env = z.infer<typeof EnvSchema> & { heartbeatMs: number; projectSlotCap: number }
 
 export class EnvError extends Error {
   override name = 'EnvError'
@@ -174,7 +179,11 @@ export function parseEnv(source: Record<string, string | undefined> = process.en
     throw new EnvError(`invalid environment:\n${lines.join('\n')}`)
   }
   const e = parsed.data
-  return { ...e, heartbeatMs: e.KILN_HEARTBEAT_MS || Math.max(200, Math.floor(e.KILN_LEASE_MS / 3)) }
+  return {
+    ...e,
+    heartbeatMs: e.KILN_HEARTBEAT_MS || Math.max(200, Math.floor(e.KILN_LEASE_MS / 3)),
+    projectSlotCap: Math.max(1, Math.floor((e.KILN_WORKER_CONCURRENCY * e.KILN_PROJECT_SLOT_SHARE) / 100)),
+  }
 }
 
 let cached: Env | undefined

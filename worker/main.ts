@@ -79,6 +79,7 @@ async function main() {
         services,
         log,
         concurrency: e.KILN_WORKER_CONCURRENCY,
+        projectSlotCap: e.projectSlotCap,
         leaseMs: e.KILN_LEASE_MS,
         heartbeatMs: e.heartbeatMs,
         idleClaimMs: e.KILN_IDLE_CLAIM_MS,

@@ -2,14 +2,20 @@
  * The worker process's engine room: claims jobs, runs them with bounded
  * concurrency, heartbeats, sweeps, and shuts down in two stages.
  *
- * Every wait has a reason: a NOTIFY (kiln_jobs: work was queued; kiln_abort:
- * stop actions of a stack), a slot becoming free, a reconnect of the LISTEN
+ * Every wait has a reason: a NOTIFY (kiln_jobs: work was queued or a parked
+ * node woken; kiln_abort: stop actions of a stack), a slot becoming free, a reconnect of the LISTEN
  * connection (jobs queued meanwhile announced themselves to nobody), or a
- * timer (heartbeat; sweep at the earliest lease expiry or deadline; a claim
+ * timer (heartbeat; sweep at the earliest lease expiry, deadline or end of a
+ * parked node's wait; a claim
  * after `idleClaimMs` without a notification or a claim, the safety net that
  * makes a silently lost LISTEN cost seconds instead of a stall). There is no
  * blind polling loop: an idle worker costs one claim of an empty queue per
  * `idleClaimMs`.
+ *
+ * Slots are shared fairly between projects: a claim takes turns between the
+ * projects with ready work, and no project holds more than `projectSlotCap`
+ * of this worker's slots (its inline continuations included), so another
+ * project's work always finds a slot. A node that waits parks and holds none.
  *
  * States: starting -> running -> draining (first SIGTERM: no new claims,
  * in-flight actions finish; aborted after shutdownAbortMs) -> stopped.
@@ -17,7 +23,7 @@
 import crypto from 'node:crypto'
 import type { Db } from '../lib/db/client'
 import { PgListener } from '../lib/db/listener'
-import { claimAndBeginJobs, releaseJobs } from '../lib/db/queries/queue'
+import { claimFairly, releaseJobs } from '../lib/db/queries/queue'
 import { heartbeat, nextSweepAt, pruneEvents, registerWorker, setWorkerState, sweep } from '../lib/db/queries/workers'
 import { createStore } from '../lib/db/store'
 import type { ClaimedJob } from '../lib/engine/ports'
@@ -44,6 +50,8 @@ export interface WorkerOptions {
   log: Logger
   id?: string
   concurrency: number
+  /** Most of this worker's slots one project may hold (KILN_PROJECT_SLOT_SHARE of `concurrency`); default all. */
+  projectSlotCap?: number
   leaseMs: number
   heartbeatMs: number
   /** Claim anyway after this long without a kiln_jobs notification or a claim (KILN_IDLE_CLAIM_MS). */
@@ -62,6 +70,13 @@ export class WorkerRuntime {
   state: WorkerState = 'starting'
   private readonly aborts = new ActionAborts()
   private readonly inFlight = new Map<number, ClaimedJob>()
+  /** Jobs in flight per project (the same jobs as inFlight). */
+  private readonly perProject = new Map<string, number>()
+  /**
+   * The last claim left ready jobs of a project at its cap: a slot that frees
+   * up claims again (those jobs announced themselves already).
+   */
+  private capped = false
   private readonly slots = new Set<Promise<void>>()
   private readonly deps: DispatchDeps
   private readonly log: Logger
@@ -94,7 +109,6 @@ export class WorkerRuntime {
       leaseMs: opts.leaseMs,
       lazyTypes: opts.lazyTypes,
       onRetry: (what, err) => this.log.warn(`retrying ${what} after: ${(err as Error).message}`),
-      listen: { url: opts.db.url, log: this.log },
     })
     this.deps = {
       pool: opts.db.pool,
@@ -109,7 +123,7 @@ export class WorkerRuntime {
         log: this.log,
         inline: opts.inline,
         // The finishing job's own slot is about to be free too.
-        claimMax: () => this.opts.concurrency - this.inFlight.size + 1,
+        claimMax: (job) => Math.min(this.opts.concurrency - this.inFlight.size, this.cap - (this.perProject.get(job.projectId) ?? 0)) + 1,
       },
     }
   }
@@ -153,6 +167,22 @@ export class WorkerRuntime {
     this.listener = null
     this.state = 'stopped'
     this.log.info(`stopped (${this.stats.finished} jobs run, ${this.stats.inline} without a queue hop, ${this.stats.unannounced} found only by the idle-claim timer)`)
+  }
+
+  private get cap(): number {
+    return Math.max(1, Math.min(this.opts.projectSlotCap ?? this.opts.concurrency, this.opts.concurrency))
+  }
+
+  private track(job: ClaimedJob) {
+    this.inFlight.set(job.id, job)
+    this.perProject.set(job.projectId, (this.perProject.get(job.projectId) ?? 0) + 1)
+  }
+
+  private untrack(job: ClaimedJob) {
+    if (!this.inFlight.delete(job.id)) return
+    const n = (this.perProject.get(job.projectId) ?? 1) - 1
+    if (n > 0) this.perProject.set(job.projectId, n)
+    else this.perProject.delete(job.projectId)
   }
 
   /** A method, so TypeScript does not narrow `state` across awaits. */
@@ -297,7 +327,8 @@ export class WorkerRuntime {
         this.wanted = false
         const reason = this.wantedFor
         this.lastHeard = Date.now()
-        const jobs = await claimAndBeginJobs(this.opts.db.pool, this.id, free, this.opts.leaseMs, this.opts.lazyTypes)
+        const { jobs, capped } = await claimFairly(this.opts.db.pool, this.id, free, this.opts.leaseMs, this.opts.lazyTypes, { cap: this.cap, used: this.perProject })
+        this.capped = capped
         this.stats.claimed += jobs.length
         if (jobs.length && reason.startsWith(IDLE_REASON)) this.unannounced(jobs.length, reason)
         for (const job of jobs) this.runSlot(job)
@@ -331,7 +362,7 @@ export class WorkerRuntime {
   }
 
   private runSlot(first: ClaimedJob) {
-    this.inFlight.set(first.id, first)
+    this.track(first)
     const slot = (async () => {
       let job: ClaimedJob | null = first
       while (job) {
@@ -344,10 +375,10 @@ export class WorkerRuntime {
         } catch (err) {
           processMetrics('worker').nodeSteps.inc({ outcome: 'error' })
           this.log.error(`job ${job.id} failed unexpectedly: ${(err as Error).stack ?? err}`)
-          this.inFlight.delete(job.id)
+          this.untrack(job)
           await this.releaseOrphans()
         }
-        this.inFlight.delete(job.id)
+        this.untrack(job)
         this.stats.finished++
         if (next.length && this.state !== 'running') {
           // Draining: hand the successors to another worker instead of starting them here.
@@ -358,7 +389,7 @@ export class WorkerRuntime {
         this.stats.inline += next.length
         // The first continues in this slot; any more (a fan-out) get slots of their own.
         const [head, ...rest] = next
-        if (head) this.inFlight.set(head.id, head)
+        if (head) this.track(head)
         for (const j of rest) this.runSlot(j)
         job = head ?? null
       }
@@ -367,6 +398,7 @@ export class WorkerRuntime {
     void slot.finally(() => {
       this.slots.delete(slot)
       if (this.wanted) this.wake('slot free')
+      else if (this.capped) this.wake('a slot freed up while a project at its cap has ready work')
     })
   }
 

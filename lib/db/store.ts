@@ -3,13 +3,11 @@ import type pg from 'pg'
 import type { ConvergenceStore, FinishRequest, FinishResult, ReplaceRequest, ReplaceResult } from '../engine/ports'
 import { withRetry } from './retry'
 import { StepBatcher } from './step-batcher'
-import { beginNode, finishNode, finishNodes, markAdopting, markInProgress, recordIntent, replaceNode, replaceNodes, reportProgress } from './queries/node'
+import { beginNode, finishNode, finishNodes, markAdopting, markInProgress, parkNode, recordIntent, replaceNode, replaceNodes, reportProgress } from './queries/node'
 import { outsideObjectStore } from './queries/outside-objects'
 import { recordDrift } from './queries/drift'
 import { loadTraversal } from './queries/traversal'
-import { clearSignals, listSignals } from './queries/signals'
-import { signalStore } from './signal-waits'
-import type { Logger } from '../logger'
+import { clearSignals, listSignals, readSignals } from './queries/signals'
 
 export interface StoreOptions {
   workerId: string
@@ -22,8 +20,6 @@ export interface StoreOptions {
   lazyTypes?: readonly string[]
   /** Called when a call is retried after a transient error (lost connection, deadlock). */
   onRetry?: (what: string, err: unknown) => void
-  /** Where a wait for resource signals LISTENs (OS::Heat::WaitCondition); without it such a wait fails at once. */
-  listen?: { url: string; log: Logger }
 }
 
 /**
@@ -49,6 +45,7 @@ export function createStore(pool: pg.Pool, opts: StoreOptions): ConvergenceStore
     beginNode: (job) => retry('begin', () => beginNode(pool, workerId, leaseMs, job)),
     finishNode: (job, req) => finishes.submit(job, req),
     replaceNode: (job, req) => replaces.submit(job, req),
+    parkNode: (job, req) => retry('park', () => parkNode(pool, workerId, job, req)),
     markInProgress: (job, action) => retry('mark', () => markInProgress(pool, workerId, job, action, lazyTypes)),
     recordIntent: (job, properties, requires) => retry('intent', () => recordIntent(pool, workerId, job, properties, requires)),
     reportProgress: (job, message, fraction) => reportProgress(pool, workerId, job, message, fraction).catch(() => {}),
@@ -56,12 +53,10 @@ export function createStore(pool: pg.Pool, opts: StoreOptions): ConvergenceStore
     recordDrift: (job, record) => retry('drift', () => recordDrift(pool, job.traversalId!, record)),
     loadTraversal: (id) => retry('load', () => loadTraversal(pool, id)),
     objects: outsideObjectStore(pool, retry),
-    signals: opts.listen
-      ? signalStore(pool, opts.listen)
-      : {
-          waitFor: () => Promise.reject(new Error('this worker cannot wait for signals (its store has no LISTEN connection)')),
-          list: (stackId, handle) => listSignals(pool, stackId, handle),
-          clear: (stackId, handle) => clearSignals(pool, stackId, handle),
-        },
+    signals: {
+      read: (stackId, handle) => readSignals(pool, stackId, handle),
+      list: (stackId, handle) => listSignals(pool, stackId, handle),
+      clear: (stackId, handle) => clearSignals(pool, stackId, handle),
+    },
   }
 }

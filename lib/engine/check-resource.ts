@@ -15,7 +15,7 @@
 import crypto from 'node:crypto'
 import type { Logger } from '../logger'
 import type { OutsideObjects, OutsideOwner, ResourceContext, ResourceState, ResourceType, ResourceTypeConfig } from '../resources/types'
-import { ReplaceRequired, ResourceActionError } from '../resources/types'
+import { ParkAction, ReplaceRequired, ResourceActionError, type ParkWait } from '../resources/types'
 import { changedProperties, needsReplacement, validateProperties } from '../resources/schema'
 import { addSecretValues, secretsOfType } from '../resources/secrets'
 import { propertiesOf } from '../evaluation/bounded'
@@ -24,6 +24,7 @@ import { createsAgain, decideCleanup, decideNode, type SeenObject } from './deci
 import { NodeSecrets } from './node-secrets'
 import { adoptionOf, definitionFingerprint, externalIdRefusal, withoutAdoption } from './adoption'
 import { boundedChanges, compareObserved, describeDrift, type DriftFinding } from './drift'
+import { park, signalWaiter } from './park'
 import type { ActionOutcome, BeginResult, ClaimedJob, ConvergenceStore, FinishRequest, HeadStart, NodeScope, OutsideObjectStore, ResourceRow } from './ports'
 import type { TraversalCache, TraversalContext } from './traversal-context'
 import type { NodePayload, ResourceAction } from './types'
@@ -43,8 +44,11 @@ export interface NodeRunnerDeps {
   log: Logger
   /** Claim successors this node makes ready and return them (no queue hop). */
   inline: boolean
-  /** How many successors the worker can take on now (its free job slots); default 1. */
-  claimMax?: () => number
+  /**
+   * How many successors of `job` the worker can take on now (its free job slots, within the
+   * share of its slots the job's project may hold; the finishing job's own slot counts); default 1.
+   */
+  claimMax?: (job: ClaimedJob) => number
   /** Minimum interval between progress events of one node. */
   progressIntervalMs?: number
 }
@@ -52,6 +56,8 @@ export interface NodeRunnerDeps {
 export type NodeOutcome =
   | 'created' | 'updated' | 'unchanged' | 'replaced' | 'deleted' | 'retained' | 'checked' | 'failed'
   | 'stale' | 'duplicate' | 'blocked' | 'skipped' | 'gone' | 'lock_lost'
+  /** The action waits without a worker (ResourceContext.park): the slot is free. */
+  | 'parked'
 
 export interface NodeResult {
   outcome: NodeOutcome
@@ -185,7 +191,7 @@ class NodeRun {
   private async finish(req: Omit<FinishRequest, 'successors' | 'isRoot' | 'claim'>, outcome: NodeOutcome): Promise<NodeResult> {
     const { successors, isRoot } = this.links()
     const unmarked = this.unmarked ? { inProgressEvent: this.unmarked } : {}
-    const claimMax = this.deps.claimMax?.() ?? 1
+    const claimMax = this.deps.claimMax?.(this.job) ?? 1
     const res = await this.deps.store.finishNode(this.job, { ...req, ...unmarked, successors, isRoot, claim: this.deps.inline && claimMax > 0, claimMax })
     if (res.outcome !== 'ok') {
       this.log.warn(`finish: ${res.outcome}`)
@@ -236,10 +242,12 @@ class NodeRun {
       config: this.deps.typeConfig,
       objects: bindOutsideObjects(this.deps.store.objects, owner),
       signals: {
-        waitFor: (handle, count, timeoutMs) => this.deps.store.signals.waitFor(owner.stackId, handle, count, timeoutMs, signal),
+        waitFor: signalWaiter(this.deps.store.signals, owner.stackId, signal, this.begun.resumed ?? null),
         list: (handle) => this.deps.store.signals.list(owner.stackId, handle),
         clear: (handle) => this.deps.store.signals.clear(owner.stackId, handle),
       },
+      park,
+      resumed: this.begun.resumed ?? null,
     }
   }
 
@@ -255,7 +263,10 @@ class NodeRun {
    */
   private async launch<T>(fn: (rc: ResourceContext) => Promise<T>, as: Identity, own?: AbortController): Promise<ActionOutcome<T>> {
     const handle = this.deps.signals.open(this.job, this.scope.traversal.deadline)
-    const signal = own ? AbortSignal.any([handle.signal, own.signal]) : handle.signal
+    // A parked node woken to stop (a delete, a preempting update, a time-out) runs its action aborted.
+    const stop = this.begun.resumed?.abort
+    const extra = [...(own ? [own.signal] : []), ...(stop ? [AbortSignal.abort(new Error(stop))] : [])]
+    const signal = extra.length ? AbortSignal.any([handle.signal, ...extra]) : handle.signal
     try {
       return { ok: true, value: await fn(this.resourceContext(signal, as)) }
     } catch (error) {
@@ -458,11 +469,38 @@ class NodeRun {
 
   private actionFailed(action: ResourceAction, res: { error: unknown; aborted: string | null }): Promise<NodeResult> {
     if (res.aborted) return this.fail(action, `${action} aborted (${res.aborted})`, true)
+    if (res.error instanceof ParkAction) return this.park(action, res.error.wait)
     return this.fail(action, message(res.error))
+  }
+
+  /**
+   * The action waits (ResourceContext.park): park the node, and give the slot
+   * back. A wake that came after the action looked makes the park answer
+   * 'again': the node runs again at once instead of sleeping through it.
+   */
+  private async park(action: ResourceAction, wait: ParkWait): Promise<NodeResult> {
+    const res = await this.deps.store.parkNode(this.job, {
+      action,
+      reason: this.redact(wait.reason),
+      until: wait.until,
+      wakeKey: wait.wakeKey ?? null,
+      seen: wait.seen ?? 0,
+      before: { action: this.row.action, status: this.row.status, statusReason: this.row.statusReason },
+      inputs: this.begun.inputs,
+      ...(this.unmarked ? { inProgressEvent: this.unmarked } : {}),
+    })
+    if (res.outcome === 'again') return this.run()
+    // Told to stop while the action ran (its notice may have come before the action listened).
+    if (res.outcome === 'aborted') return this.fail(action, `${action} aborted (${res.reason})`, true)
+    if (res.outcome === 'parked') this.log.info(`parked until ${wait.until.toISOString()}: ${this.redact(wait.reason)}`)
+    else this.log.warn(`park: ${res.outcome}`)
+    return { outcome: res.outcome, next: [] }
   }
 
   /** Mark the row `<action>_IN_PROGRESS` once the action has run MARK_AFTER_MS; the returned function waits for that write, or cancels it. */
   private markWhenSlow(action: ResourceAction): () => Promise<void> {
+    // A resumed node's park marked its row when it parked.
+    if (this.begun.resumed) return async () => {}
     this.unmarked = action
     let writing: Promise<boolean> | null = null
     // Timer reason: see MARK_AFTER_MS.

@@ -3,7 +3,7 @@
  * lib/db/store.ts (PostgreSQL); every method is one short transaction, and
  * none is held open across a resource action.
  */
-import type { AdoptOutcome, ClaimOutcome, OutsideOwner, OutsideRecord, OutsideRef, ResourceSignal, SignalWaitOutcome } from '../resources/types'
+import type { AdoptOutcome, ClaimOutcome, OutsideOwner, OutsideRecord, OutsideRef, ResourceSignal, ResumedPark } from '../resources/types'
 import type { DriftState, PropertyChange } from './drift'
 import type { NodeKey, NodePayload, ResourceAction, ResourceStatus, StackAction, TraversalGraph } from './types'
 
@@ -13,6 +13,8 @@ export interface ClaimedJob {
   id: number
   kind: JobKind
   stackId: string
+  /** The stack's project: a worker caps each project's share of its slots (KILN_PROJECT_SLOT_SHARE). */
+  projectId: string
   traversalId: string | null
   resourceId: number | null
   isUpdate: boolean | null
@@ -79,7 +81,31 @@ export interface NodeScope {
 
 export type BeginResult =
   | { outcome: 'gone' | 'stale' | 'duplicate' | 'skipped' | 'blocked' }
-  | ({ outcome: 'locked'; resource: ResourceRow; inputs: NodePayload[]; replacesUuid: string | null } & NodeScope)
+  | ({ outcome: 'locked'; resource: ResourceRow; inputs: NodePayload[]; replacesUuid: string | null; resumed?: ResumedNode } & NodeScope)
+
+/** A parked node taken up again (lib/db/functions/25_park.sql): its action runs again from its start. */
+export interface ResumedNode extends ResumedPark {
+  /** Woken to stop (a delete, a preempting update, its traversal timed out or failing): the action starts aborted with this reason. */
+  abort: string | null
+}
+
+/** A node parks: its row stays locked, its job waits unclaimed (kiln_park_node). */
+export interface ParkRequest {
+  action: ResourceAction
+  reason: string
+  until: Date
+  wakeKey: string | null
+  /** How many times wakeKey had fired when the action looked: a later wake makes the park answer 'again'. */
+  seen: number
+  /** The row's action, status and reason before the node began: what it decides from when it resumes. */
+  before: { action: ResourceAction; status: ResourceStatus; statusReason: string }
+  /** The node's inputs, kept for its resumption (a superseded traversal's are dropped). */
+  inputs: NodePayload[]
+  /** The action's `<action>_IN_PROGRESS` was not recorded yet: record it now. */
+  inProgressEvent?: ResourceAction
+}
+
+export type ParkResult = { outcome: 'parked' | 'again' | 'gone' | 'lock_lost' } | { outcome: 'aborted'; reason: string }
 
 /** Column changes written when a node releases its row (absent = unchanged). */
 export interface RowUpdate {
@@ -170,7 +196,11 @@ export interface OutsideObjectStore {
 
 /** Signals sent to resources (OS::Heat::WaitConditionHandle); ResourceContext.signals binds them to a stack and an action. */
 export interface SignalStore {
-  waitFor(stackId: string, handle: string, count: number, timeoutMs: number, signal: AbortSignal): Promise<SignalWaitOutcome>
+  /**
+   * The handle's signals, with the key a signal to it fires (ParkWait.wakeKey) and how many times it had
+   * fired when they were read (one snapshot: a signal stored later changes the count).
+   */
+  read(stackId: string, handle: string): Promise<{ wakeKey: string; seen: number; signals: ResourceSignal[] }>
   list(stackId: string, handle: string): Promise<ResourceSignal[]>
   clear(stackId: string, handle: string): Promise<void>
 }
@@ -189,6 +219,8 @@ export interface ConvergenceStore {
   beginNode(job: ClaimedJob): Promise<BeginResult>
   finishNode(job: ClaimedJob, req: FinishRequest): Promise<FinishResult>
   replaceNode(job: ClaimedJob, req: ReplaceRequest): Promise<ReplaceResult>
+  /** Park the node: give the worker slot back while the action waits (ParkRequest). */
+  parkNode(job: ClaimedJob, req: ParkRequest): Promise<ParkResult>
   markInProgress(job: ClaimedJob, action: ResourceAction): Promise<boolean>
   /**
    * Store the properties a create with outside effects is about to use, and the rows it is made

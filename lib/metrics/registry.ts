@@ -15,6 +15,8 @@ export interface DatabaseGauges {
   traversalsRunning: number
   queueDepth: number
   oldestReadyJobSeconds: number
+  /** Nodes parked: waiting (for a signal, a timer) without a worker slot. */
+  parkedNodes: number
   liveWorkers: number
 }
 
@@ -97,5 +99,6 @@ export function addDatabaseGauges(metrics: Metrics, read: () => Promise<Database
   gauge('kiln_traversals_running', 'Traversals not yet ended, across all stacks.', (g) => g.traversalsRunning)
   gauge('kiln_queue_depth', 'Jobs queued and not claimed.', (g) => g.queueDepth)
   gauge('kiln_queue_oldest_ready_seconds', 'Age of the oldest job that is due and not claimed (0 when none).', (g) => g.oldestReadyJobSeconds)
+  gauge('kiln_parked_nodes', 'Nodes waiting (for a signal, a timer) without a worker slot.', (g) => g.parkedNodes)
   gauge('kiln_workers_live', 'Workers whose heartbeat is within the lease.', (g) => g.liveWorkers)
 }

@@ -227,6 +227,44 @@ export interface ResourceContext {
   objects: OutsideObjects
   /** Signals sent to this stack's resources (OS::Heat::WaitConditionHandle), by handle (its physical id). */
   signals: ResourceSignals
+  /**
+   * Wait without holding a worker: the node *parks* (its row stays locked, its
+   * worker slot is given back) until `wait.wakeKey` fires, `wait.until` passes
+   * or the node is told to stop, and then the action runs again from its
+   * start, with `resumed` set. So an action that parks must get to its park
+   * again without repeating what it did before (the wait condition reads its
+   * signals, then parks). Never returns.
+   */
+  park(wait: ParkWait): never
+  /** When this run resumes a parked action: when it first parked, until when, and whether that time is up. */
+  resumed: ResumedPark | null
+}
+
+/** How an action waits without a worker (ResourceContext.park). */
+export interface ParkWait {
+  /** Shown on the node while it waits ("waiting for 2 signal(s) on handle"). */
+  reason: string
+  /** The wait ends then at the latest (the action then runs again with `resumed.due`). */
+  until: Date
+  /** What wakes it sooner: a key the engine fires when the awaited thing happens. */
+  wakeKey?: string
+  /** How many times `wakeKey` had fired when the action looked (the engine's count, read with what it looked at). */
+  seen?: number
+}
+
+export interface ResumedPark {
+  since: Date
+  until: Date
+  /** Woken because `until` passed. */
+  due: boolean
+}
+
+/** Thrown by ResourceContext.park; the engine parks the node. */
+export class ParkAction extends Error {
+  override name = 'ParkAction'
+  constructor(readonly wait: ParkWait) {
+    super(`parked: ${wait.reason}`)
+  }
 }
 
 /** One signal sent to a handle: `POST …/resources/<handle>/signal`. */
@@ -248,9 +286,11 @@ export type SignalWaitOutcome =
 export interface ResourceSignals {
   /**
    * Wait until `count` SUCCESS signals of the handle are stored, or one
-   * FAILURE, or `timeoutMs` passes. Woken by the notification each signal
-   * sends (no polling); holds no database connection while it waits; rejects
-   * when the action's signal aborts.
+   * FAILURE, or `timeoutMs` passes (counted from the first run of the action,
+   * not from a resumed one). Answers at once when the signals are there;
+   * otherwise the node parks (ResourceContext.park) and this action runs again
+   * when a signal arrives or the time is up. Rejects when the action's signal
+   * aborts.
    */
   waitFor(handle: string, count: number, timeoutMs: number): Promise<SignalWaitOutcome>
   list(handle: string): Promise<ResourceSignal[]>

@@ -122,6 +122,10 @@ export function createImportService(deps: ImportDeps) {
       config,
       objects: lookOnly(owner),
       signals: { waitFor: noSignals, list: noSignals, clear: noSignals },
+      park: () => {
+        throw new Error('an import preview does not wait')
+      },
+      resumed: null,
     }
   }
 

@@ -42,6 +42,10 @@ export const STACK_1 = '00000000-0000-4000-8000-000000000051'
 /** A context for row `resourceUuid` of resource `resourceName` (defaults: project A, stack 1, resource r, row …001). */
 export function resourceContext(records: Pick<OutsideRecords, 'store'>, over: Partial<Omit<ResourceContext, 'objects' | 'signals'>> = {}, signal = new AbortController().signal): ResourceContext {
   const base = {
+    park: () => {
+      throw new Error('this test context does not park')
+    },
+    resumed: null,
     projectId: PROJECT_A,
     stackId: STACK_1,
     stackName: 'st',

@@ -14,7 +14,8 @@
 --   5. the events, and NOTIFY kiln_jobs naming the traversal (a woken worker
 --      loads its template and graph while it claims), or, with no nodes at
 --      all, the traversal completes at once;
---   6. with p_abort, NOTIFY kiln_abort (a delete stops in-flight actions).
+--   6. with p_abort, NOTIFY kiln_abort (a delete stops in-flight actions),
+--      and wake the parked nodes it names to stop (kiln_abort_jobs).
 --
 -- enable_seqscan = off: PL/pgSQL keeps these plans per connection, and the
 -- DELETEs by traversal must stay index scans however small sync_point was
@@ -31,6 +32,7 @@ DECLARE
   v_nodes int := coalesce(array_length(p_rids, 1), 0);
   v_reason text := 'Stack ' || p_action || ' started';
   v_events jsonb[] := '{}';
+  v_project uuid;
 BEGIN
   IF p_superseded IS NOT NULL THEN
     UPDATE traversal SET outcome = 'SUPERSEDED', outcome_reason = 'superseded by a newer operation', superseded_by_id = p_trav, ended_at = now()
@@ -53,14 +55,14 @@ BEGIN
          prev_raw_template_id = CASE WHEN p_action = 'CREATE' THEN NULL ELSE raw_template_id END,
          updated_at = CASE WHEN p_action = 'CREATE' THEN updated_at ELSE now() END,
          timeout_mins = p_timeout_mins, disable_rollback = coalesce(p_disable_rollback, disable_rollback)
-   WHERE id = p_stack;
+   WHERE id = p_stack RETURNING project_id INTO v_project;
 
   IF v_nodes > 0 THEN
     INSERT INTO sync_point (traversal_id, resource_id, is_update, stack_id, required, state, successors)
     SELECT p_trav, r, u, p_stack, q, CASE WHEN q = 0 THEN 'READY' ELSE 'WAITING' END, s
       FROM unnest(p_rids, p_upds, p_required, p_successors) AS x(r, u, q, s);
-    INSERT INTO job (kind, stack_id, traversal_id, resource_id, is_update)
-    SELECT 'check_resource', p_stack, p_trav, r, u
+    INSERT INTO job (kind, stack_id, project_id, traversal_id, resource_id, is_update)
+    SELECT 'check_resource', p_stack, v_project, p_trav, r, u
       FROM unnest(p_leaf_rids, p_leaf_upds) WITH ORDINALITY AS x(r, u, ord) ORDER BY ord;
   END IF;
 
@@ -74,5 +76,6 @@ BEGIN
   END IF;
   IF p_abort IS NOT NULL THEN
     PERFORM pg_notify('kiln_abort', p_abort::text);
+    PERFORM kiln_abort_jobs(p_abort);
   END IF;
 END $$;

@@ -1,6 +1,7 @@
 -- kiln_begin_node: a worker that claimed a check_resource job asks to work on
 -- its node. One round trip, one transaction (lock order: 10_events.sql):
 --
+--   0. a parked node's job resumes it (25_park.sql)                 -> 'locked'
 --   1. the job's traversal must still be the stack's current one   -> else 'stale'
 --   2. the node must be READY (not already taken or done)           -> else 'duplicate'
 --   3. the traversal must not have failed or timed out              -> else 'skipped'
@@ -188,6 +189,11 @@ BEGIN
   ELSE
     SELECT * INTO s FROM stack WHERE id = j.stack_id FOR SHARE;
   END IF;
+  IF j.park IS NOT NULL AND s.id IS NOT NULL THEN
+    -- A parked node, woken (25_park.sql): it holds its row whatever became of its traversal.
+    v_lock := kiln_resume_node(j, s, p_worker, p_lease_ms, p_nowait);
+    IF v_lock IS NOT NULL THEN RETURN v_lock; END IF;
+  END IF;
   IF s.id IS NULL OR s.current_traversal_id IS DISTINCT FROM j.traversal_id THEN
     DELETE FROM job WHERE id = p_job;
     RETURN jsonb_build_object('result', jsonb_build_object('outcome', 'stale', 'current_traversal_id', s.current_traversal_id), 'events', '[]'::jsonb);
@@ -303,104 +309,3 @@ CREATE OR REPLACE FUNCTION kiln_begun_lazily(p_result jsonb, p_lazy_types jsonb)
     ELSE true END
 $$;
 
--- kiln_claim: claim up to p_limit available jobs, oldest first, skipping rows
--- another claimer holds (graphile-worker's pattern). The pick is a CTE,
--- evaluated once: written as `WHERE id IN (SELECT … LIMIT n FOR UPDATE SKIP
--- LOCKED)` the planner may re-run the subquery and claim more than n (the
--- likely way the lock-step harness, which asks for one job, lost jobs in some
--- full-suite runs). Compared with the wall clock, not the transaction's start:
--- run_at is stored to the millisecond (rounded), so a job just made ready could
--- otherwise look a fraction of a millisecond in the future to an immediate claim.
--- The picked jobs are then updated by key (`id = ANY(…)`): joined to the CTE,
--- a plan made after an ANALYZE walked the job primary key from its start to
--- the picked ids, every older job once per claim (test/db/plans.test.ts).
-CREATE OR REPLACE FUNCTION kiln_claim(p_worker uuid, p_limit int) RETURNS SETOF job LANGUAGE sql AS $$
-  WITH picked AS (SELECT id FROM job WHERE locked_by IS NULL AND run_at <= clock_timestamp() ORDER BY id LIMIT p_limit FOR UPDATE SKIP LOCKED)
-  UPDATE job SET locked_by = p_worker, locked_at = now(), attempts = attempts + 1
-   WHERE job.id = ANY(ARRAY(SELECT id FROM picked))
-  RETURNING job.*
-$$;
-
--- kiln_claim_jobs: claim up to p_limit available jobs (kiln_claim) and begin
--- each check_resource job in the same transaction, so a queued node costs one
--- round trip before its action, not two. A begin that would have to wait for a lock answers 'later' and its
--- job is returned claimed but not begun. Events are published per stack, in
--- stack order, at the end (lock order 5).
--- Returns { jobs: [{ job, begun }], settle: [{ stack_id, traversal_id }] }.
--- Commits lazily when every node it locked is of a type in p_lazy_types and
--- it claimed nothing but node jobs (10_events.sql).
---
--- A fair share, not all it has room for: one NOTIFY wakes every worker, and
--- the first to claim used to take a whole burst (ten roots, say) while the
--- others found nothing; its inline continuations then kept the traversal on
--- that one process, the others idle. It takes ceil(available / claimers),
--- where the claimers are itself and every other live worker (state running,
--- heartbeat within a lease) that has not claimed in the last 20 ms: a worker
--- claiming at the same moment cannot see this claim and takes its own share;
--- one that already took its share does not count, so the last claimer of a
--- burst takes the rest. Each claim of a non-empty queue stamps its worker's
--- row (last_claim_at; the worker row comes before every other lock, as in
--- the heartbeat). The check once looked for each worker's recent claims among
--- the jobs, and after an ANALYZE that saw one worker's claims its cached plan
--- read every claimed job per worker: 21.5 job rows per claimed job instead of
--- 11 with four workers and 64 in flight (test/db/plans.test.ts). Whatever it
--- leaves it announces with a NOTIFY, so no job waits for a timer: each round
--- claims at least one job, so the rounds end.
--- Measured (layered-100, D = 0.2 s, two workers): the first layer's finishes
--- returned in 13 ms instead of 26 ms.
---
--- No bitmap scans: a bitmap index scan reads the whole index before any
--- LIMIT applies, so the count of ready jobs read the entire queue on every
--- claim (a cached plan chose it: ~1,600 index entries per claim of 8 from a
--- 1,600-job queue, test/db/plans.test.ts). A plain index scan stops at the limit.
-CREATE OR REPLACE FUNCTION kiln_claim_jobs(p_worker uuid, p_limit int, p_lease_ms int, p_lazy_types jsonb DEFAULT NULL) RETURNS jsonb LANGUAGE plpgsql SET enable_seqscan = off SET enable_bitmapscan = off SET plan_cache_mode = force_generic_plan AS $$
-DECLARE
-  v_lazy boolean := p_lazy_types IS NOT NULL;
-  v_job job%ROWTYPE;
-  -- jsonb[] accumulators (see kiln_finish_node), turned into jsonb at the end
-  v_out jsonb[] := '{}';
-  v jsonb;
-  v_ev_stacks uuid[] := '{}';
-  v_ev_lists jsonb[] := '{}';
-  v_settle jsonb := '[]';
-  v_avail int;
-  v_others int := 0;
-  v_take int := p_limit;
-BEGIN
-  -- Counted up to what any share could need (8 claimers' worth).
-  SELECT count(*) INTO v_avail FROM (
-    SELECT 1 FROM job WHERE locked_by IS NULL AND run_at <= clock_timestamp() LIMIT p_limit * 8) a;
-  IF v_avail > 0 THEN
-    UPDATE worker SET last_claim_at = clock_timestamp() WHERE id = p_worker;
-  END IF;
-  IF v_avail > 1 THEN
-    SELECT count(*) INTO v_others FROM worker w
-     WHERE w.id <> p_worker AND w.state = 'running' AND w.stopped_at IS NULL
-       AND w.heartbeat_at > now() - p_lease_ms * interval '1 millisecond'
-       AND (w.last_claim_at IS NULL OR w.last_claim_at <= clock_timestamp() - interval '20 milliseconds');
-    v_take := least(p_limit, ceil(v_avail::numeric / (1 + v_others))::int);
-    IF v_others > 0 AND v_avail > v_take THEN PERFORM pg_notify('kiln_jobs', ''); END IF;
-  END IF;
-  FOR v_job IN
-    SELECT * FROM kiln_claim(p_worker, v_take) ORDER BY stack_id, id
-  LOOP
-    v := NULL;
-    IF v_job.kind <> 'check_resource' THEN
-      v_lazy := false;
-    ELSE
-      v := kiln_begin_core(v_job.id, p_worker, p_lease_ms, true);
-      v_lazy := v_lazy AND kiln_begun_lazily(v->'result', p_lazy_types);
-      IF jsonb_array_length(v->'events') > 0 THEN
-        v_ev_stacks := v_ev_stacks || v_job.stack_id;
-        v_ev_lists := v_ev_lists || (v->'events');
-      END IF;
-      IF v->>'settle' IS NOT NULL THEN
-        v_settle := v_settle || jsonb_build_array(jsonb_build_object('stack_id', v_job.stack_id, 'traversal_id', v->'settle'));
-      END IF;
-    END IF;
-    v_out := v_out || jsonb_build_object('job', to_jsonb(v_job), 'begun', v->'result');
-  END LOOP;
-  IF v_lazy AND cardinality(v_out) > 0 THEN PERFORM kiln_commit_lazily(); END IF;
-  PERFORM kiln_emit_each(kiln_events_by_stack(v_ev_stacks, v_ev_lists));
-  RETURN jsonb_build_object('jobs', to_jsonb(v_out), 'settle', v_settle);
-END $$;

@@ -37,7 +37,7 @@ BEGIN
   UPDATE sync_point SET state = 'READY', actor_id = NULL, updated_at = now()
    WHERE traversal_id = p_trav AND resource_id = p_rid AND is_update = p_upd AND state = 'BLOCKED';
   IF NOT FOUND THEN RETURN NULL; END IF;
-  INSERT INTO job (kind, stack_id, traversal_id, resource_id, is_update) VALUES ('check_resource', p_stack.id, p_trav, p_rid, p_upd);
+  INSERT INTO job (kind, stack_id, project_id, traversal_id, resource_id, is_update) VALUES ('check_resource', p_stack.id, p_stack.project_id, p_trav, p_rid, p_upd);
   SELECT name INTO v_name FROM resource WHERE id = p_rid;
   RETURN kiln_ev('node', p_trav, p_rid, v_name, NULL, NULL, NULL, 'retriggered: the older traversal released the lock',
                  jsonb_build_object('rid', p_rid, 'update', p_upd, 'state', 'READY', 'retriggered', true));
@@ -52,6 +52,10 @@ $$;
 
 -- When a failing traversal has nothing left in flight: stack FAILED, the rest
 -- of its queue dropped, and (if the stack rolls back on failure) a rollback job.
+-- Its parked nodes are in flight too: they are woken to stop (a failing
+-- traversal schedules nothing new, and a parked node is waiting, not acting:
+-- the stack settles now rather than when the longest wait ends), and the
+-- settle that follows their finishes fails the stack.
 CREATE OR REPLACE FUNCTION kiln_maybe_finish_failed(p_stack uuid, p_trav uuid) RETURNS boolean LANGUAGE plpgsql AS $$
 DECLARE
   t traversal%ROWTYPE;
@@ -61,6 +65,11 @@ BEGIN
   SELECT * INTO t FROM traversal WHERE id = p_trav;
   IF t.outcome IS NOT NULL OR t.failure_reason IS NULL THEN RETURN false; END IF;
   IF EXISTS (SELECT 1 FROM job WHERE traversal_id = p_trav AND kind = 'check_resource' AND locked_by IS NOT NULL) THEN
+    RETURN false;
+  END IF;
+  IF EXISTS (SELECT 1 FROM job WHERE stack_id = p_stack AND traversal_id = p_trav AND park IS NOT NULL) THEN
+    PERFORM kiln_abort_jobs(jsonb_build_object('stack_id', p_stack, 'traversal_id', p_trav, 'mode', 'this',
+                                                 'reason', 'the stack is failing: ' || t.failure_reason));
     RETURN false;
   END IF;
   v_reason := t.failure_reason;
@@ -73,7 +82,7 @@ BEGIN
   PERFORM kiln_emit(p_stack, jsonb_build_array(kiln_ev('stack', p_trav, NULL, NULL, NULL, s.action, 'FAILED', v_reason, NULL)));
   PERFORM kiln_notify_settled(p_stack, p_trav, s.action, 'FAILED');
   IF NOT s.disable_rollback AND t.action IN ('CREATE', 'UPDATE') THEN
-    INSERT INTO job (kind, stack_id, traversal_id) VALUES ('rollback', p_stack, p_trav);
+    INSERT INTO job (kind, stack_id, project_id, traversal_id) VALUES ('rollback', p_stack, s.project_id, p_trav);
     PERFORM pg_notify('kiln_jobs', '');
   END IF;
   RETURN true;
@@ -378,8 +387,8 @@ BEGIN
             END IF;
             -- One claimed node whose row is busy is left to kiln_begin_core below.
             v_mine := v_free OR (v_claim_left > 0 AND v_parked IS NULL);
-            INSERT INTO job (kind, stack_id, traversal_id, resource_id, is_update, locked_by, locked_at, attempts)
-            VALUES ('check_resource', s.id, t.id, v_srid, v_supd,
+            INSERT INTO job (kind, stack_id, project_id, traversal_id, resource_id, is_update, locked_by, locked_at, attempts)
+            VALUES ('check_resource', s.id, s.project_id, t.id, v_srid, v_supd,
                     CASE WHEN v_mine THEN p_worker END, CASE WHEN v_mine THEN now() END, CASE WHEN v_mine THEN 1 ELSE 0 END)
             RETURNING * INTO v_new;
             IF v_free THEN

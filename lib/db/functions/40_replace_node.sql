@@ -80,8 +80,8 @@ BEGIN
   END IF;
   UPDATE sync_point SET state = 'READY', actor_id = v_new.id, updated_at = now()
    WHERE traversal_id = t.id AND resource_id = v_key AND is_update = true;
-  INSERT INTO job (kind, stack_id, traversal_id, resource_id, is_update, graph_key_id, locked_by, locked_at, attempts)
-  VALUES ('check_resource', s.id, t.id, v_new.id, true, v_key,
+  INSERT INTO job (kind, stack_id, project_id, traversal_id, resource_id, is_update, graph_key_id, locked_by, locked_at, attempts)
+  VALUES ('check_resource', s.id, s.project_id, t.id, v_new.id, true, v_key,
           CASE WHEN v_claim THEN p_worker END, CASE WHEN v_claim THEN now() END, CASE WHEN v_claim THEN 1 ELSE 0 END)
   RETURNING * INTO v_job;
   v_events := v_events || kiln_ev('node', t.id, r.id, r.name, r.physical_id, NULL, NULL,

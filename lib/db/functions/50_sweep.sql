@@ -8,7 +8,7 @@
 --      node re-run if its traversal is still current;
 --   b. jobs claimed by workers that stopped heartbeating: returned to the queue;
 --   c. traversals past their deadline: failed ('Timed out'), in-flight actions
---      told to abort (NOTIFY kiln_abort);
+--      told to abort (NOTIFY kiln_abort) and parked nodes woken to stop;
 --   d. lost messages: READY nodes with no job, BLOCKED nodes whose row is no
 --      longer locked (the retrigger went missing), RUNNING nodes whose row is
 --      not locked by anyone: put back in the queue;
@@ -65,6 +65,7 @@ DECLARE
   v_lease interval := p_lease_ms * interval '1 millisecond';
   -- rows whose dead holder acted for the current traversal: their nodes run again
   v_rerun int[] := '{}';
+  v_abort jsonb;
 BEGIN
   SELECT * INTO s FROM stack WHERE id = p_stack FOR NO KEY UPDATE;
   IF NOT FOUND THEN RETURN '{}'; END IF;
@@ -108,15 +109,17 @@ BEGIN
       t.failure_reason := 'Timed out';
       v_timed_out := true;
       v_events := v_events || kiln_ev('stack', t.id, NULL, NULL, NULL, t.action, 'IN_PROGRESS', 'Timed out', jsonb_build_object('failing', true));
-      PERFORM pg_notify('kiln_abort', json_build_object('stack_id', s.id, 'traversal_id', t.id, 'mode', 'this', 'reason', 'timed out')::text);
+      v_abort := jsonb_build_object('stack_id', s.id, 'traversal_id', t.id, 'mode', 'this', 'reason', 'timed out');
+      PERFORM pg_notify('kiln_abort', v_abort::text);
+      PERFORM kiln_abort_jobs(v_abort);
     END IF;
     -- d. lost messages (only when the traversal is still scheduling)
     IF t.failure_reason IS NULL THEN
       FOR sp IN SELECT * FROM kiln_lost_nodes(t.id) LOOP
         UPDATE sync_point SET state = 'READY', updated_at = now()
          WHERE traversal_id = sp.traversal_id AND resource_id = sp.resource_id AND is_update = sp.is_update;
-        INSERT INTO job (kind, stack_id, traversal_id, resource_id, is_update, graph_key_id)
-        VALUES ('check_resource', s.id, t.id, coalesce(sp.actor_id, sp.resource_id), sp.is_update,
+        INSERT INTO job (kind, stack_id, project_id, traversal_id, resource_id, is_update, graph_key_id)
+        VALUES ('check_resource', s.id, s.project_id, t.id, coalesce(sp.actor_id, sp.resource_id), sp.is_update,
                 CASE WHEN sp.actor_id IS NOT NULL AND sp.actor_id <> sp.resource_id THEN sp.resource_id END);
         v_requeued := v_requeued + 1;
         v_events := v_events || kiln_ev('node', t.id, sp.resource_id, NULL, NULL, NULL, NULL, 'requeued by the sweeper',

@@ -5,7 +5,7 @@
  * The hot calls are named prepared statements: parsed once per connection.
  */
 import type pg from 'pg'
-import type { BeginResult, ClaimedJob, FinishRequest, FinishResult, ReplaceRequest, ReplaceResult, RowUpdate } from '../../engine/ports'
+import type { BeginResult, ClaimedJob, FinishRequest, FinishResult, ParkRequest, ParkResult, ReplaceRequest, ReplaceResult, ResumedNode, RowUpdate } from '../../engine/ports'
 import type { NodePayload, ResourceAction } from '../../engine/types'
 import { withRetry } from '../retry'
 import { toClaimedJob, toResourceRow } from './rows'
@@ -61,8 +61,36 @@ function toBeginResult(out: Json): BeginResult {
     resource: toResourceRow(out.resource as Json),
     inputs: (out.inputs as NodePayload[]) ?? [],
     replacesUuid: (out.replaces_uuid as string | null) ?? null,
+    ...(out.resumed ? { resumed: toResumed(out.resumed as Json) } : {}),
     ...scopeOf(out),
   }
+}
+
+function toResumed(r: Json): ResumedNode {
+  return {
+    since: new Date(String(r.since)),
+    until: new Date(String(r.until)),
+    due: r.due === true,
+    abort: typeof r.abort === 'string' ? r.abort : null,
+  }
+}
+
+/** Park a node (kiln_park_node, lib/db/functions/25_park.sql). */
+export async function parkNode(pool: pg.Pool, workerId: string, job: ClaimedJob, req: ParkRequest): Promise<ParkResult> {
+  const park = {
+    action: req.action,
+    reason: req.reason,
+    until: req.until.toISOString(),
+    wake_key: req.wakeKey,
+    seen: req.seen,
+    before: { action: req.before.action, status: req.before.status, status_reason: req.before.statusReason },
+    inputs: req.inputs,
+    ...(req.inProgressEvent ? { in_progress_event: req.inProgressEvent } : {}),
+  }
+  const { rows } = await pool.query('SELECT kiln_park_node($1, $2, $3) AS out', [job.id, workerId, JSON.stringify(park)])
+  const out = rows[0].out as Json
+  if (out.outcome === 'aborted') return { outcome: 'aborted', reason: String(out.reason) }
+  return { outcome: out.outcome as 'parked' | 'again' | 'gone' | 'lock_lost' }
 }
 
 function rowUpdateToJson(u: RowUpdate): Json {

@@ -39,6 +39,7 @@ export function toClaimedJob(r: Raw): ClaimedJob {
     id: Number(r.id),
     kind: r.kind as JobKind,
     stackId: String(r.stack_id),
+    projectId: String(r.project_id),
     traversalId: (r.traversal_id as string | null) ?? null,
     resourceId: r.resource_id === null || r.resource_id === undefined ? null : Number(r.resource_id),
     isUpdate: (r.is_update as boolean | null) ?? null,

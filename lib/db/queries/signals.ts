@@ -1,11 +1,13 @@
 /**
- * Resource signals (OS::Heat::WaitConditionHandle): stored by the API,
- * waited for by a wait condition's action in a worker (lib/db/signal-waits.ts).
+ * Resource signals (OS::Heat::WaitConditionHandle): stored by the API, read
+ * by a wait condition's action in a worker, which parks until a signal to its
+ * handle wakes it (kiln_wake, lib/db/functions/25_park.sql).
  */
 import type pg from 'pg'
 import { withTransaction } from '../client'
 
-export const SIGNAL_CHANNEL = 'kiln_signal'
+/** The wake key a signal to a handle fires (ParkWait.wakeKey). */
+export const signalWakeKey = (stackId: string, handle: string) => `signal ${stackId} ${handle}`
 
 export interface SignalRecord {
   id: string
@@ -81,10 +83,23 @@ export async function storeSignal(
        ON CONFLICT (stack_id, handle, signal_id) DO UPDATE SET status = EXCLUDED.status, reason = EXCLUDED.reason, data = EXCLUDED.data, created_at = now()`,
       [s.stackId, s.handle, id, s.status, s.reason ?? `Signal ${number} received`, JSON.stringify(s.data ?? null)],
     )
-    await c.query(`SELECT pg_notify($1, $2)`, [SIGNAL_CHANNEL, `${s.stackId} ${s.handle}`])
+    // In this transaction: a node this wakes finds the signal.
+    await c.query(`SELECT kiln_wake($1)`, [signalWakeKey(s.stackId, s.handle)])
     const after = await c.query<{ n: number }>(`SELECT count(*)::int AS n FROM resource_signal WHERE stack_id = $1 AND handle = $2`, [s.stackId, s.handle])
     return { id, count: after.rows[0]!.n }
   })
+}
+
+/** The handle's signals and how many times its wake key had fired, in one snapshot. */
+export async function readSignals(pool: pg.Pool, stackId: string, handle: string): Promise<{ wakeKey: string; seen: number; signals: SignalRecord[] }> {
+  const wakeKey = signalWakeKey(stackId, handle)
+  const { rows } = await pool.query(
+    `SELECT coalesce((SELECT seq FROM wake WHERE key = $3), 0)::bigint AS seen,
+            coalesce((SELECT json_agg(json_build_object('id', signal_id, 'status', status, 'reason', reason, 'data', data) ORDER BY id)
+                        FROM resource_signal WHERE stack_id = $1 AND handle = $2), '[]') AS signals`,
+    [stackId, handle, wakeKey],
+  )
+  return { wakeKey, seen: Number(rows[0].seen), signals: rows[0].signals as SignalRecord[] }
 }
 
 export async function listSignals(pool: pg.Pool, stackId: string, handle: string): Promise<SignalRecord[]> {
@@ -93,5 +108,9 @@ export async function listSignals(pool: pg.Pool, stackId: string, handle: string
 }
 
 export async function clearSignals(pool: pg.Pool, stackId: string, handle: string): Promise<void> {
-  await pool.query(`DELETE FROM resource_signal WHERE stack_id = $1 AND handle = $2`, [stackId, handle])
+  await pool.query(
+    `WITH gone AS (DELETE FROM resource_signal WHERE stack_id = $1 AND handle = $2)
+     DELETE FROM wake WHERE key = $3`,
+    [stackId, handle, signalWakeKey(stackId, handle)],
+  )
 }

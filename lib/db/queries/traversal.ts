@@ -219,7 +219,8 @@ export async function stopTraversal(pool: pg.Pool, stackId: string, reason: stri
     if (!s || s.status !== 'IN_PROGRESS' || !s.current_traversal_id) return { stopped: false, traversalId: null }
     const t = s.current_traversal_id
     await client.query(`UPDATE traversal SET outcome = 'CANCELLED', outcome_reason = $2, ended_at = now() WHERE id = $1 AND outcome IS NULL`, [t, reason])
-    await client.query(`DELETE FROM job WHERE traversal_id = $1 AND locked_by IS NULL`, [t])
+    // A parked node is in flight: it stays, and finishes as a running action does (25_park.sql).
+    await client.query(`DELETE FROM job WHERE traversal_id = $1 AND locked_by IS NULL AND park IS NULL`, [t])
     await client.query('DELETE FROM sync_input WHERE traversal_id = $1', [t])
     await client.query('DELETE FROM sync_point WHERE traversal_id = $1', [t])
     // No traversal is current any more: in-flight workers finish their resource and stop.

@@ -28,10 +28,12 @@ export interface SweepReport {
   requeued: number
   released: number
   timedOut: number
+  /** Parked nodes whose time was up, made ready. */
+  woken: number
 }
 
 export async function sweep(pool: pg.Pool, leaseMs: number): Promise<SweepReport> {
-  const report: SweepReport = { stacks: 0, broken: 0, requeued: 0, released: 0, timedOut: 0 }
+  const report: SweepReport = { stacks: 0, broken: 0, requeued: 0, released: 0, timedOut: 0, woken: 0 }
   const { rows } = await pool.query('SELECT stack_id FROM kiln_sweep_candidates($1) ORDER BY stack_id', [leaseMs])
   for (const { stack_id } of rows as { stack_id: string }[]) {
     const res = await pool.query('SELECT kiln_sweep_stack($1, $2) AS out', [stack_id, leaseMs])
@@ -43,14 +45,18 @@ export async function sweep(pool: pg.Pool, leaseMs: number): Promise<SweepReport
     if (out.timed_out) report.timedOut++
   }
   await pool.query(`UPDATE worker SET state = 'dead' WHERE stopped_at IS NULL AND state <> 'dead' AND heartbeat_at < now() - $1 * interval '1 millisecond'`, [leaseMs])
+  // Parked nodes whose wait is over (25_park.sql): ready again, announced by NOTIFY kiln_jobs.
+  const { rows: due } = await pool.query('SELECT kiln_wake_due() AS n')
+  report.woken = Number(due[0].n)
   return report
 }
 
-/** When the sweeper should next look: the earliest lease expiry or traversal deadline. */
+/** When the sweeper should next look: the earliest lease expiry, traversal deadline or end of a parked node's wait. */
 export async function nextSweepAt(pool: pg.Pool): Promise<Date | null> {
   const { rows } = await pool.query(
     `SELECT least((SELECT min(lease_expires_at) FROM resource WHERE engine_id IS NOT NULL),
-                  (SELECT min(deadline) FROM traversal WHERE outcome IS NULL)) AS at`,
+                  (SELECT min(deadline) FROM traversal WHERE outcome IS NULL),
+                  (SELECT min(parked_until) FROM job WHERE parked_until IS NOT NULL)) AS at`,
   )
   return (rows[0]?.at as Date | null) ?? null
 }
