@@ -24,7 +24,7 @@ interface RowDetail {
   physicalId: string | null
   properties: Record<string, unknown> | null
   attributes: Record<string, unknown>
-  lock: { worker: string; workerName: string | null; traversalId: string | null; leaseExpiresAt: string | null } | null
+  lock: { worker: string | null; workerName: string | null; traversalId: string | null; leaseExpiresAt: string | null; parked: boolean } | null
   /** the current drift check's finding, values masked */
   drift: { state: string; changes: DriftChange[]; problems: string[]; observedAt: string; traversalId: string } | null
 }
@@ -82,7 +82,11 @@ export function NodePanel({ stackId, node, version, workers, onClose }: { stackI
         {row?.statusReason && !ENGINE_REASONS.has(row.statusReason) && (<><dt>Status reason</dt><dd>{row.statusReason}</dd></>)}
         {row?.physicalId && (<><dt>Physical id</dt><dd><code>{row.physicalId}</code></dd></>)}
         {(node.worker || node.lastWorker) && (<><dt>Worker</dt><dd>{workerName(node.worker ?? node.lastWorker, workers)}{node.worker ? ' (acting now)' : ''}</dd></>)}
-        {row?.lock && (<><dt>Lock</dt><dd>held by {row.lock.workerName ?? workerName(row.lock.worker, workers)}{row.lock.leaseExpiresAt ? `, lease until ${new Date(row.lock.leaseExpiresAt).toLocaleTimeString()}` : ''}</dd></>)}
+        {row?.lock && (
+          <><dt>Lock</dt><dd>{row.lock.parked
+            ? 'held while the action waits, by no worker (parked: it holds no worker slot)'
+            : <>held by {row.lock.workerName ?? workerName(row.lock.worker, workers)}{row.lock.leaseExpiresAt ? `, lease until ${new Date(row.lock.leaseExpiresAt).toLocaleTimeString()}` : ''}</>}</dd></>
+        )}
         {node.blockedBy && (
           <><dt>Blocked by</dt><dd>traversal <Link href={`/stacks/${stackId}/traversals/${node.blockedBy}`}><code>{shortId(node.blockedBy)}</code></Link>{node.blockedHolder ? ` on ${workerName(node.blockedHolder, workers)}` : ''}</dd></>
         )}

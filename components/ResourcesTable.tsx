@@ -15,6 +15,7 @@ import { driftLine, LOOKS, stateText } from './graph-style'
 
 export function notesOf(n: DisplayNode): string[] {
   const out: string[] = []
+  if (n.parkedUntil) out.push(`parked (no worker) until ${new Date(n.parkedUntil).toLocaleTimeString()}`)
   if (n.wasBlocked) out.push('was blocked')
   if (n.retriggered) out.push('retriggered')
   if (n.replaces !== null) out.push(`replaces #${n.replaces}`)

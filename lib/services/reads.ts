@@ -28,6 +28,7 @@ import { hiddenParameterTemplates, templateById, templateHeading, templateResour
 import { listTraversals, syncPointStates, traversalForRead, traversalGraph, traversalTemplateId } from '../db/queries/traversal-reads'
 import { workersByIds } from '../db/queries/workers'
 import type { DriftState } from '../engine/drift'
+import { NIL_UUID } from '../ids'
 import { hiddenValues as hiddenForms, holdsSecret, MASK, redact, secretList, type Secrets } from './secrets'
 import type { Actor, StackRecord } from './stacks'
 
@@ -56,6 +57,19 @@ export interface ListQuery {
 }
 
 const iso = (d: unknown) => (d ? new Date(d as string).toISOString() : null)
+
+/** Who holds a row's lock: a worker (with its lease), or a parked node (no worker: held while its action waits). */
+function lockOf(r: Record<string, unknown>) {
+  if (!r.engine_id) return null
+  const parked = r.engine_id === NIL_UUID
+  return {
+    worker: parked ? null : String(r.engine_id),
+    workerName: (r.worker_name as string | null) ?? null,
+    traversalId: (r.lock_traversal_id as string | null) ?? null,
+    leaseExpiresAt: iso(r.lease_expires_at),
+    parked,
+  }
+}
 
 /** A row's drift as the resource listing shows it (null: no current finding). */
 function rowDrift(d: { state: DriftState; changes: unknown[]; problems: string[]; observedAt: string } | undefined, traversalId: string | undefined) {
@@ -365,7 +379,7 @@ export function createReadService(db: Db, registry: Registry) {
         replaces: (r.replaces as number | null) ?? null,
         replacedBy: (r.replaced_by as number | null) ?? null,
         current: r.current_template_id !== null && r.current_template_id === s.raw_template_id,
-        lock: r.engine_id ? { worker: String(r.engine_id), workerName: (r.worker_name as string | null) ?? null, traversalId: r.lock_traversal_id, leaseExpiresAt: iso(r.lease_expires_at) } : null,
+        lock: lockOf(r),
         waiter: r.waiter_traversal_id ? { traversalId: String(r.waiter_traversal_id), isUpdate: Boolean(r.waiter_is_update) } : null,
         lastTraversalId: (r.last_traversal_id as string | null) ?? null,
         drift: rowDrift(driftOfRow.get(Number(r.id)), drift?.traversalId),

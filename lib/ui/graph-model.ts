@@ -88,6 +88,8 @@ export interface DisplayNode {
   /** the worker (id) that acted on it last in this traversal */
   lastWorker: string | null
   leaseExpiresAt: string | null
+  /** parked: waiting (for a signal, a timer) with its row locked and no worker; until when at the latest */
+  parkedUntil: string | null
   blockedBy: string | null
   /** the worker holding the row's lock for the older traversal, when blocked */
   blockedHolder: string | null
@@ -147,7 +149,7 @@ const keyOf = (rid: number, update: boolean) => `${rid}:${update ? 'u' : 'c'}`
 function blankNode(rowId: number, name: string, type: string, kind: 'update' | 'cleanup'): DisplayNode {
   return {
     id: nodeId(rowId), rowId, name, type, kind, state: 'not-started', satisfied: null, required: null,
-    worker: null, lastWorker: null, leaseExpiresAt: null, blockedBy: null, blockedHolder: null, wasBlocked: false, retriggered: false,
+    worker: null, lastWorker: null, leaseExpiresAt: null, parkedUntil: null, blockedBy: null, blockedHolder: null, wasBlocked: false, retriggered: false,
     replaces: null, replacedBy: null, rowAction: null, rowStatus: null, last: null, progress: null, startedAt: null, endedAt: null, history: [], drift: null,
   }
 }
@@ -307,7 +309,10 @@ export function applyEvents(m: GraphModel, events: EventRow[], types?: ReadonlyM
     }
     if (typeof d.satisfied === 'number') n.satisfied = d.satisfied
     if (typeof d.required === 'number') n.required = d.required
-    if (s === 'running' || s === 'deleting') {
+    // A parked node still holds its row, but no worker acts on it until it is woken.
+    n.parkedUntil = d.lock === 'parked' && typeof d.until === 'string' ? d.until : d.lock === 'parked' ? n.parkedUntil : null
+    if (d.lock === 'parked') n.worker = null
+    else if (s === 'running' || s === 'deleting') {
       if (typeof d.worker === 'string') n.worker = n.lastWorker = d.worker
       if (typeof d.lease_expires_at === 'string') n.leaseExpiresAt = d.lease_expires_at
     } else if (d.lock === 'released' || s === 'complete' || s === 'deleted' || s === 'failed') n.worker = null
