@@ -742,10 +742,14 @@ describe('secrets derived by functions', () => {
     const row = (n: string) => rows.find((r) => r.name === n)!
     expect(row('env_file').properties).toMatchObject({ path: 'derived/app.env', content: '******' })
     expect(row('signal_script').properties.content).toBe('******')
-    // a long value made from a secret is stored as its digest (not a second copy) and still masked whole
+    // a long value made from a secret is stored as its digest (not a second copy) and still masked whole; with it,
+    // the file's attributes made from it (its sha256 and size) are secret forms of the row
     expect(row('long_file').properties.content).toBe('******')
-    const digested = (await c.db.pool.query(`SELECT secret_forms FROM resource WHERE stack_id = $1 AND name = 'long_file'`, [stack.id])).rows[0].secret_forms as string[]
-    expect(digested).toEqual([expect.stringMatching(/^#sha256:[0-9a-f]{64}$/)])
+    const long = (await c.db.pool.query(`SELECT secret_forms, properties->>'content' AS content, attributes FROM resource WHERE stack_id = $1 AND name = 'long_file'`, [stack.id])).rows[0]
+    const contentDigest = crypto.createHash('sha256').update(long.content).digest('hex')
+    expect([...long.secret_forms].sort()).toEqual([`#sha256:${contentDigest}`, long.attributes.sha256, String(long.attributes.size)].sort())
+    expect(long.attributes.sha256).toBe(contentDigest)
+    expect(row('long_file').attributes).toEqual({ path: 'derived/long.txt', sha256: '******', size: '******' })
     expect(row('pieces').properties.value).toEqual(['******', '******', '******'])
     expect(row('echo').attributes.value).toEqual(['******', '******', '******'])
     expect(row('replaced').properties.value).toBe('******')
