@@ -5,6 +5,7 @@
  *   - a subscribe to a room the socket is in does no database work;
  *   - a socket's joins run one at a time, and messages over the per-socket
  *     limit are refused unhandled (the ack says `rate limited`);
+ *   - a socket follows at most MAX_STACK_ROOMS stacks;
  *   - a socket that keeps flooding is told why and disconnected, while
  *     another project's socket and HTTP requests are answered;
  *   - a client that reconnects starts a new count (a browser joining its
@@ -21,6 +22,7 @@ import { createToken } from '../../lib/auth/tokens'
 import { createDb, type Db } from '../../lib/db/client'
 import type { SubscribeAck } from '../../lib/realtime/contracts'
 import { FLOOD_REASON } from '../../lib/server/socket-limits'
+import { MAX_STACK_ROOMS } from '../../lib/server/socket-rooms'
 import { startApiServer, type ApiServer } from '../helpers/api-server'
 import { TestCluster } from '../helpers/cluster'
 import { testDatabase, type TestDatabase } from '../helpers/db'
@@ -172,6 +174,24 @@ describe('socket subscribes', () => {
     expect(acks.length).toBe(SMALL_LIMIT)
     for (const a of acks) expect(a).toMatchObject({ ok: false, error: 'rate limited' })
     expect(over.filter((id) => counted.about(id) > 0)).toEqual([])
+  })
+})
+
+describe('stacks one socket follows', () => {
+  test(`at most ${MAX_STACK_ROOMS}: one more is refused until the socket leaves one`, async () => {
+    const { rows } = await c.db.pool.query(
+      `INSERT INTO stack (project_id, name, action, status, timeout_mins)
+       SELECT $1, 'many-' || g, 'CREATE', 'COMPLETE', 60 FROM generate_series(1, $2::int) g RETURNING id`,
+      [api.b.projectId, MAX_STACK_ROOMS + 1],
+    )
+    const ids = rows.map((r) => String(r.id))
+    const s = await open(api.url, api.b.token)
+    for (const id of ids.slice(0, MAX_STACK_ROOMS)) expect((await subscribe(s, id)).ok, id).toBe(true)
+    const last = ids.at(-1)!
+    expect(await subscribe(s, last)).toEqual({ ok: false, error: `too many stacks: a connection follows at most ${MAX_STACK_ROOMS}; unsubscribe from one first` })
+    expect(counted.about(last), 'refused before any database work').toBe(0)
+    s.emit('stack:unsubscribe', ids[0])
+    expect((await subscribe(s, last)).ok).toBe(true)
   })
 })
 
