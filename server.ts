@@ -40,7 +40,7 @@ async function main() {
     for (const [k, v] of Object.entries(pageSecurityHeaders(policy))) res.setHeader(k, v)
     void handle(req, res)
   })
-  const realtime = attachRealtime(httpServer, { url: ctx.db.url, db: ctx.db, log, failedAttempts: ctx.failedAttempts })
+  const realtime = attachRealtime(httpServer, { url: ctx.db.url, db: ctx.db, log, failedAttempts: ctx.failedAttempts, messageLimit: { messages: e.KILN_SOCKET_MESSAGES_PER_MINUTE, windowSeconds: 60 } })
 
   await new Promise<void>((resolve) => httpServer.listen(e.PORT, e.HOST, resolve))
   // PORT=0 (tests) picks a free port: report the one actually bound.

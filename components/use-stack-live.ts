@@ -380,11 +380,14 @@ export function useStackLive(stackId: string, pinned: string | null = null, step
 
   useEffect(() => {
     const socket = getSocket()
+    let retry: ReturnType<typeof setTimeout> | null = null
     // The room's ack says where it starts: anything between our position and that was not pushed.
     const subscribe = () =>
       socket.emit('stack:subscribe', stackId, (res) => {
         if (!res.ok) {
           if (res.error === 'not found') setPhase({ phase: 'not-found', error: null })
+          // Timer reason: the connection sent too many messages; the server said when it takes more.
+          else if (res.error === 'rate limited' && !retry) retry = setTimeout(() => ((retry = null), subscribe()), (res.retryAfter ?? 1) * 1000)
         } else {
           L.joinedAt = res.lastSeq
           if (L.cursor !== null && !L.held && res.lastSeq > L.cursor) void fillGap()
@@ -412,6 +415,7 @@ export function useStackLive(stackId: string, pinned: string | null = null, step
       socket.off('stack:events', onEvents as never)
       socket.off('stack:resync', onResync)
       socket.off('connect', subscribe)
+      if (retry) clearTimeout(retry)
       socket.emit('stack:unsubscribe', stackId)
       if (L.frame) cancelAnimationFrame(L.frame)
       if (L.timer) clearTimeout(L.timer)

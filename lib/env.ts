@@ -147,6 +147,11 @@ const EnvSchema = z.object({
     .optional(),
   /** Failed credential attempts a client address may make per minute (per web process) before it is answered 429. */
   KILN_AUTH_FAILURES_PER_MINUTE: int(30).refine((v) => v >= 1, 'must be at least 1'),
+  /**
+   * Messages one Socket.IO connection may send per minute (every event counts); more are refused
+   * (the ack says `rate limited`), and a connection that sends twice as many within the minute is closed.
+   */
+  KILN_SOCKET_MESSAGES_PER_MINUTE: int(600).refine((v) => v >= 1, 'must be at least 1'),
   /** CLI: the Kiln server to talk to (`--url` overrides); default http://127.0.0.1:3000. */
   KILN_URL: z.string().trim().url().optional(),
   /** CLI: the API token to send (`--token` overrides). */

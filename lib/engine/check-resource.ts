@@ -17,7 +17,7 @@ import type { Logger } from '../logger'
 import type { OutsideObjects, OutsideOwner, ResourceContext, ResourceState, ResourceType, ResourceTypeConfig } from '../resources/types'
 import { ParkAction, ReplaceRequired, ResourceActionError, type ParkWait } from '../resources/types'
 import { changedProperties, needsReplacement, validateProperties } from '../resources/schema'
-import { addSecretValues, secretsOfType } from '../resources/secrets'
+import { addSecretValues, secretsOfType, withAttributeForms } from '../resources/secrets'
 import { propertiesOf } from '../evaluation/bounded'
 import { storedForms } from '../template'
 import { createsAgain, decideCleanup, decideNode, type SeenObject } from './decide'
@@ -333,7 +333,8 @@ class NodeRun {
       // Stored with the properties: values its type declares secret are secret wherever else they show.
       const forms = new Set(secretForms)
       addSecretValues(type, { properties: props }, forms)
-      this.secretForms = storedForms(forms)
+      // With them, the forms of the row's attributes made from them (kept by an unchanged row).
+      this.secretForms = withAttributeForms(type, { properties: props, attributes: this.row.attributes }, storedForms(forms))
       this.secrets.learn(forms)
     } catch (err) {
       return this.fail(creating ? 'CREATE' : 'UPDATE', message(err))
@@ -429,8 +430,9 @@ class NodeRun {
     const attributes = out.attributes ?? this.row.attributes ?? {}
     const data = out.data ?? (common.data as Record<string, unknown> | undefined) ?? this.row.data ?? {}
     const reason = extra.reason ?? 'state changed'
-    const set = { ...common, action, status: 'COMPLETE' as const, statusReason: reason, type, physicalId, properties: props, attributes, data }
-    const payload = payloadOf({ ...this.row, secretForms: this.secretForms }, { physicalId, attributes, action, status: 'COMPLETE' })
+    const secretForms = withAttributeForms(this.deps.types.get(type), { properties: props, attributes }, this.secretForms)
+    const set = { ...common, secretForms, action, status: 'COMPLETE' as const, statusReason: reason, type, physicalId, properties: props, attributes, data }
+    const payload = payloadOf({ ...this.row, secretForms }, { physicalId, attributes, action, status: 'COMPLETE' })
     return this.finish({ ok: true, reason, set, resourceEvent: true, payload, ...(extra.eventData ? { eventData: extra.eventData } : {}) }, outcome)
   }
 

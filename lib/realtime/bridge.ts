@@ -34,6 +34,8 @@ export interface RoomEmitter {
 export interface Bridge {
   /** The seq a new subscriber's room starts after (events after it will be pushed). */
   track(stackId: string): Promise<number>
+  /** The seq a stack's room has been sent up to, while the bridge serves it (no database work). */
+  position(stackId: string): number | undefined
   close(): Promise<void>
   /** Delivered event count (for tests and the load suite). */
   readonly delivered: number
@@ -228,6 +230,7 @@ export function startBridge(opts: { url: string; pool: Db['pool']; rooms: RoomEm
       if (!lastSeq.has(stackId)) lastSeq.set(stackId, seq)
       return lastSeq.get(stackId)!
     },
+    position: (stackId: string) => lastSeq.get(stackId),
     async close() {
       closed = true
       clearInterval(renewTimer)

@@ -32,10 +32,23 @@ export interface ServerToClientEvents {
    * after `lastSeq` follow as usual.
    */
   'stack:resync': (msg: { stackId: string; lastSeq: number }) => void
+  /**
+   * Sent just before the server closes the connection for a reason of its own
+   * (the client kept sending after its messages were refused as too many).
+   */
+  'socket:closing': (msg: { reason: string; retryAfter: number }) => void
 }
+
+/**
+ * The answer to a subscribe: the seq the room starts after, or why not
+ * (`not found`, `unauthorized`, `unavailable`, `too many stacks: …`, and
+ * `rate limited` with the seconds to wait, which any message with an ack may
+ * be answered).
+ */
+export type SubscribeAck = { ok: true; lastSeq: number } | { ok: false; error: string; retryAfter?: number }
 
 export interface ClientToServerEvents {
   /** Join a stack's room; the ack says the seq the room starts after (or an error). */
-  'stack:subscribe': (stackId: string, ack: (res: { ok: true; lastSeq: number } | { ok: false; error: string }) => void) => void
+  'stack:subscribe': (stackId: string, ack: (res: SubscribeAck) => void) => void
   'stack:unsubscribe': (stackId: string) => void
 }

@@ -98,6 +98,12 @@ export interface AttributeSchema {
   type?: PropertyType
   /** Never shown in API responses or events. */
   secret?: boolean
+  /**
+   * The properties the value is made from (default: all of them). When one of them holds a
+   * secret (a hidden parameter's value, or text made from one), the attribute is secret too,
+   * whatever its value looks like: a digest or a length of a secret gives it away as surely.
+   */
+  derivedFrom?: readonly string[]
 }
 
 /** What a type needs from the installation (from the env parser, passed in by the worker). */

@@ -2,13 +2,13 @@
  * Socket.IO on the web server: authenticated connections (an API token in
  * `auth.token`, or the browser's session cookie; failed token attempts are
  * limited per address), closed when their credential is revoked or expires,
- * rooms per stack joined only by members of the stack's project, and the
- * bridge that turns PostgreSQL NOTIFY kiln_events into room messages. Used by
+ * messages limited per socket (./socket-limits.ts), rooms per stack joined
+ * only by members of the stack's project (./socket-rooms.ts), and the bridge
+ * that turns PostgreSQL NOTIFY kiln_events into room messages. Used by
  * server.ts and by tests.
  */
 import type { Server as HttpServer } from 'node:http'
 import type { Db } from '../db/client'
-import { subscribeCheck } from '../db/queries/accounts'
 import { Server } from 'socket.io'
 import type { Logger } from '../logger'
 import { startBridge } from '../realtime/bridge'
@@ -17,8 +17,19 @@ import type { FailedAttemptLimit } from '../auth/failed-attempts'
 import { API_SECURITY_HEADERS } from './security-headers'
 import { authenticateSocket, type SocketPrincipal } from './socket-auth'
 import { socketLifetime } from './socket-lifetime'
+import { socketMessageLimit, type MessageLimit } from './socket-limits'
+import { stackRooms } from './socket-rooms'
 
-export function attachRealtime(httpServer: HttpServer, opts: { url: string; db: Db; log: Logger; failedAttempts: FailedAttemptLimit }): { close(): Promise<void>; io: Server } {
+export interface RealtimeOptions {
+  url: string
+  db: Db
+  log: Logger
+  failedAttempts: FailedAttemptLimit
+  /** Messages one socket may send per window (KILN_SOCKET_MESSAGES_PER_MINUTE a minute; ./socket-limits.ts). */
+  messageLimit: MessageLimit
+}
+
+export function attachRealtime(httpServer: HttpServer, opts: RealtimeOptions): { close(): Promise<void>; io: Server } {
   const io = new Server<ClientToServerEvents, ServerToClientEvents, Record<string, never>, { principal: SocketPrincipal }>(httpServer, {
     serveClient: false,
     maxHttpBufferSize: 64 * 1024,
@@ -27,6 +38,7 @@ export function attachRealtime(httpServer: HttpServer, opts: { url: string; db: 
   const secure = (headers: Record<string, string>) => void Object.assign(headers, API_SECURITY_HEADERS)
   io.engine.on('initial_headers', secure)
   io.engine.on('headers', secure)
+  const messages = socketMessageLimit({ ...opts.messageLimit, log: opts.log })
   const lifetime = socketLifetime({ url: opts.url, pool: opts.db.pool, log: opts.log, sockets: () => io.sockets.sockets.values() })
   const bridge = startBridge({
     url: opts.url,
@@ -63,30 +75,15 @@ export function attachRealtime(httpServer: HttpServer, opts: { url: string; db: 
   io.on('connection', (socket) => {
     const p = socket.data.principal
     lifetime.track(socket)
+    messages.attach(socket)
     void socket.join(`project:${p.projectId}`)
-    socket.on('stack:subscribe', async (stackId, ack) => {
+    const rooms = stackRooms(socket, { db: opts.db, bridge })
+    socket.once('disconnect', () => rooms.clear())
+    socket.on('stack:subscribe', (stackId, ack) => {
       const reply = typeof ack === 'function' ? ack : () => {}
-      try {
-        if (typeof stackId !== 'string' || !/^[0-9a-f-]{36}$/i.test(stackId)) return reply({ ok: false, error: 'not found' })
-        // The credential is checked again on every subscribe: a token revoked (or expired) since the
-        // handshake opens no more rooms, and its socket is closed.
-        const check = await subscribeCheck(opts.db, p.tokenId, p.projectId, stackId)
-        if (!check.live) {
-          reply({ ok: false, error: 'unauthorized' })
-          setTimeout(() => socket.disconnect(true), 0)
-          return
-        }
-        // Another project's stack looks exactly like a missing one.
-        if (!check.found) return reply({ ok: false, error: 'not found' })
-        await socket.join(`stack:${stackId}`)
-        reply({ ok: true, lastSeq: await bridge.track(stackId) })
-      } catch {
-        reply({ ok: false, error: 'unavailable' })
-      }
+      void rooms.subscribe(stackId).then(reply)
     })
-    socket.on('stack:unsubscribe', (stackId) => {
-      if (typeof stackId === 'string') void socket.leave(`stack:${stackId}`)
-    })
+    socket.on('stack:unsubscribe', (stackId) => rooms.unsubscribe(stackId))
   })
 
   return {

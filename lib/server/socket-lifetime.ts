@@ -33,6 +33,8 @@ const keysOf = (p: SocketPrincipal) => [`token:${p.tokenId}`, ...(p.sessionHash 
 
 export function socketLifetime(opts: { url: string; pool: Db['pool']; log: Logger; sockets: () => Iterable<TrackedSocket> }) {
   const recent = new Map<string, number>()
+  /** The sockets open under each credential: a revocation closes its own without looking at everyone's. */
+  const byKey = new Map<string, Set<TrackedSocket>>()
 
   const forgetOld = () => {
     const horizon = Date.now() - REMEMBER_MS
@@ -65,7 +67,7 @@ export function socketLifetime(opts: { url: string; pool: Db['pool']; log: Logge
       forgetOld()
       const key = keyOf(r)
       recent.set(key, Date.now())
-      for (const s of opts.sockets()) if (keysOf(s.data.principal).includes(key)) close(s, 'revoked')
+      for (const s of [...(byKey.get(key) ?? [])]) close(s, 'revoked')
     },
     onListening() {
       recheck().catch((err) => opts.log.warn(`re-checking socket credentials: ${(err as Error).message}`))
@@ -78,6 +80,18 @@ export function socketLifetime(opts: { url: string; pool: Db['pool']; log: Logge
       forgetOld()
       const p = s.data.principal
       if (keysOf(p).some((k) => recent.has(k))) return void close(s, 'revoked during the handshake')
+      for (const k of keysOf(p)) {
+        let set = byKey.get(k)
+        if (!set) byKey.set(k, (set = new Set()))
+        set.add(s)
+      }
+      s.once('disconnect', () => {
+        for (const k of keysOf(p)) {
+          const set = byKey.get(k)
+          set?.delete(s)
+          if (set?.size === 0) byKey.delete(k)
+        }
+      })
       if (!p.expiresAt) return
       let timer: NodeJS.Timeout
       const arm = () => {

@@ -30,12 +30,14 @@ export interface PreviewComputed extends PreviewOutcome {
 export type AttributeSecrecy = { get(name: string): { attributes: Record<string, { secret?: boolean }> } | undefined }
 
 /**
- * Every form of every hidden value any template of the stack was given, and
- * the values of secret attributes (a handle's token): a property that read
- * one holds it, and a preview shows properties.
+ * Every form of every hidden value any template of the stack was given, the
+ * secret forms the rows carry (values derived from secrets, attributes made
+ * from them: a file's digest of secret content), and the values of secret
+ * attributes (a handle's token): a property that read one holds it, and a
+ * preview shows properties.
  */
 function stackSecrets(state: PreviewState, types: AttributeSecrecy): string[] {
-  const out = new Set<string>()
+  const out = new Set<string>(state.rowSecretForms)
   for (const h of state.hidden) {
     const env = (h.environment ?? {}) as Record<string, Record<string, unknown> | undefined>
     hiddenValues(h.schemas as Parameters<typeof hiddenValues>[0], [h.parameters, env.parameters, env.parameter_defaults], out)

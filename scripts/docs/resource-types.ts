@@ -36,6 +36,14 @@ function propertyRows(name: string, s: PropertySchema, parentUpdatable: boolean 
   return rows
 }
 
+/** When an attribute is masked: always, or when what it is made from holds a secret (lib/resources/secrets.ts). */
+function attributeSecrecy(a: ResourceType['attributes'][string]): string {
+  if (a.secret) return ' Secret: masked in every response.'
+  if (!a.derivedFrom) return ' Secret when any property holds a secret.'
+  if (!a.derivedFrom.length) return ''
+  return ` Secret when ${a.derivedFrom.map(code).join(' or ')} holds a secret.`
+}
+
 function typeSection(t: ResourceType): string {
   const out = [`## ${t.name}`, '', t.description, '']
   out.push(
@@ -56,7 +64,7 @@ function typeSection(t: ResourceType): string {
   }
   const attrs = Object.entries(t.attributes)
   if (t.acceptsAnyAttribute) out.push('Any attribute name resolves (to null).', '')
-  if (attrs.length) out.push('Attributes (`get_attr`):', '', table(['Attribute', 'Type', 'Meaning'], attrs.map(([k, a]) => [code(k), a.type ?? 'any', a.description + (a.secret ? ' Secret: masked in every response.' : '')])), '')
+  if (attrs.length) out.push('Attributes (`get_attr`):', '', table(['Attribute', 'Type', 'Meaning'], attrs.map(([k, a]) => [code(k), a.type ?? 'any', a.description + attributeSecrecy(a)])), '')
   return out.join('\n')
 }
 
@@ -66,6 +74,10 @@ export function resourceTypesReference(): string {
     generatedHeader('Resource types', TYPES_SOURCES),
     'The types every Kiln installation has. How they behave, and how to add one, is in the',
     '[resource types guide](../guide/resource-types.md). `GET /api/resource-types/{type}` answers the same schema as JSON.',
+    '',
+    'An attribute made from a property that holds a secret (a hidden parameter\'s value, or text made from one) is',
+    'secret too, whatever its value looks like (a digest or a length of a secret gives it away): it is masked wherever',
+    'secrets are, and an output that reads it is sensitive ([security](../operations/security.md#what-a-project-can-and-cannot-reach-through-kiln)).',
     '',
     table(['Type', 'What it is'], types.map((t) => [`[${code(t.name)}](#${t.name.toLowerCase().replace(/[^a-z0-9_ -]/g, '')})`, t.description])),
     '',

@@ -55,6 +55,11 @@ export interface ApiServerOptions {
   db?: Db
   /** How long a saved plan can be applied (KILN_PLAN_TTL_MS; default 24 h). */
   planTtlMs?: number
+  /**
+   * Messages one socket may send per window (default 600 a minute, as KILN_SOCKET_MESSAGES_PER_MINUTE's default).
+   * A test that counts on one window lasting gives it an hour, so that none ends mid-test.
+   */
+  socketMessageLimit?: { messages: number; windowSeconds: number }
   /** Where an import preview finds objects (default: the cluster's workspace, and its database's server as the target). */
   typeConfig?: ResourceTypeConfig
 }
@@ -93,7 +98,7 @@ export async function startApiServer(c: TestCluster, opts: ApiServerOptions = {}
     publicUrl: () => url,
   }
   const server: Server = createServer(toNodeHandler(createApi(deps)))
-  const realtime = attachRealtime(server, { url: c.url, db, log, failedAttempts })
+  const realtime = attachRealtime(server, { url: c.url, db, log, failedAttempts, messageLimit: opts.socketMessageLimit ?? { messages: 600, windowSeconds: 60 } })
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
   url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
 

@@ -31,6 +31,7 @@ import { startApiServer, type ApiServer } from '../helpers/api-server'
 import { TestCluster } from '../helpers/cluster'
 import { testDatabase, type TestDatabase } from '../helpers/db'
 import { registeredRoutes, type RouteDef } from '../helpers/routes'
+import { around, stackUrls, sweep } from '../helpers/secret-sweep'
 
 /** Routes that name an output or a resource of the target stack name these unless told otherwise. */
 const DEFAULT_PARAMS: Record<string, string> = { key: 'out', resource: 'holder' }
@@ -470,54 +471,6 @@ describe('Socket.IO', () => {
   })
 })
 
-// ---- secrets: the sweep of every GET route ----
-
-/**
- * Every GET route of a stack, each path parameter filled with every value it can take, and the
- * query variants that change what a route shows. Requests that name an output to see it (the
- * Heat API's output show: an explicit reveal) are left out: the tests check them on their own.
- */
-function stackUrls(s: { id: string; name: string; traversals: string[]; resources: string[]; keys: string[] }): Set<string> {
-  const p = api.a.projectId
-  const urls = new Set<string>()
-  for (const r of [...routes.kiln, ...routes.heat].filter((x) => x.method === 'GET' && !(x.path.startsWith('/v1/') && x.path.endsWith('/outputs/{key}')))) {
-    const combos: Record<string, string[]> = { stack: [s.id, s.name], traversal: ['current', ...s.traversals], project: [p], name: [s.name, s.id], id: [s.id], resource: s.resources, key: s.keys, type: ['OS::Heat::TestResource'], token: [] }
-    let paths = [r.path]
-    for (const [k, vs] of Object.entries(combos)) if (r.path.includes(`{${k}}`)) paths = paths.flatMap((x) => vs.map((v) => x.replaceAll(`{${k}}`, encodeURIComponent(v))))
-    for (const x of paths) urls.add(x)
-  }
-  for (const t of ['current', ...s.traversals]) for (const f of ['json', 'dot', 'graphml']) urls.add(`/api/stacks/${s.id}/traversals/${t}/graph?format=${f}`)
-  for (const q of ['all=1', 'all=true']) urls.add(`/api/stacks/${s.id}/resources?${q}`)
-  for (const q of ['limit=1000', 'after=0&limit=1000', `resource=${s.resources[0]}`, `traversal=${s.traversals[0]}`]) urls.add(`/api/stacks/${s.id}/events?${q}`)
-  for (const q of ['sort_dir=desc', 'resource_status=FAILED', 'limit=10000']) urls.add(`/v1/${p}/stacks/${s.name}/${s.id}/events?${q}`)
-  for (const k of s.keys) urls.add(`/api/stacks/${s.id}/outputs/${k}?reveal=false`)
-  return urls
-}
-
-/** Where one of `needles` shows in a text: a few characters around it, else null. */
-function around(text: string, needles: readonly string[]): string | null {
-  for (const n of needles) {
-    const at = text.indexOf(n)
-    if (at >= 0) return text.slice(Math.max(0, at - 80), at + n.length + 40)
-  }
-  return null
-}
-
-/** GET every url (redirects followed): a 5xx, or a needle in the body, is a leak. */
-async function sweep(urls: Iterable<string>, needles: readonly string[]): Promise<{ leaks: string[]; fetched: number }> {
-  const leaks: string[] = []
-  let fetched = 0
-  for (const u of urls) {
-    let res = await api.call('GET', u)
-    if (res.status === 302) res = await api.call('GET', new URL(res.headers.get('location')!).pathname + new URL(res.headers.get('location')!).search)
-    fetched++
-    if (res.status >= 500) leaks.push(`${u}: ${res.status}`)
-    const at = around(res.text, needles)
-    if (at !== null) leaks.push(`${u}: ${at}`)
-  }
-  return { leaks, fetched }
-}
-
 // ---- hidden parameters ----
 const SECRET = `hunter2-${crypto.randomBytes(6).toString('hex')}`
 const HIDDEN_TEMPLATE = (opts: { joined: boolean; failing: boolean }) => `heat_template_version: 2018-08-31
@@ -613,7 +566,7 @@ test('a hidden parameter’s value appears in no response, socket event or log l
   const resources = ['holder', 'joined', 'url', 'from_env', 'held', 'dependent', 'as_number']
   const keys = ['direct', 'via_attr', 'url', 'list', 'held', 'plain']
   const p = api.a.projectId
-  const { leaks, fetched } = await sweep(stackUrls({ id, name: 'hidden', traversals, resources, keys }), [SECRET])
+  const { leaks, fetched } = await sweep(api, stackUrls(api, { id, name: 'hidden', traversals, resources, keys }), [SECRET])
   expect(fetched).toBeGreaterThan(60)
   // requests that echo a template back: preview, validate (Kiln and Heat), and a rejected create quoting the value
   const echoes: [string, string, unknown][] = [
@@ -772,7 +725,7 @@ describe('secrets derived by functions', () => {
 
     const traversals = (await api.call('GET', `/api/stacks/${stack.id}/traversals`)).body.traversals.map((t: { id: string }) => t.id) as string[]
     const resources = ['handle', 'db', 'env_file', 'long_file', 'signal_script', 'pieces', 'rejoined', 'replaced', 'repeated', 'at_runtime', 'echo', 'as_number']
-    const { leaks, fetched } = await sweep(stackUrls({ id: stack.id, name: 'derived', traversals, resources, keys: [...SENSITIVE, 'endpoint'] }), stack.needles)
+    const { leaks, fetched } = await sweep(api, stackUrls(api, { id: stack.id, name: 'derived', traversals, resources, keys: [...SENSITIVE, 'endpoint'] }), stack.needles)
     expect(fetched).toBeGreaterThan(60)
     for (const f of stack.frames) {
       const at = around(f, stack.needles)
@@ -789,10 +742,14 @@ describe('secrets derived by functions', () => {
     const row = (n: string) => rows.find((r) => r.name === n)!
     expect(row('env_file').properties).toMatchObject({ path: 'derived/app.env', content: '******' })
     expect(row('signal_script').properties.content).toBe('******')
-    // a long value made from a secret is stored as its digest (not a second copy) and still masked whole
+    // a long value made from a secret is stored as its digest (not a second copy) and still masked whole; with it,
+    // the file's attributes made from it (its sha256 and size) are secret forms of the row
     expect(row('long_file').properties.content).toBe('******')
-    const digested = (await c.db.pool.query(`SELECT secret_forms FROM resource WHERE stack_id = $1 AND name = 'long_file'`, [stack.id])).rows[0].secret_forms as string[]
-    expect(digested).toEqual([expect.stringMatching(/^#sha256:[0-9a-f]{64}$/)])
+    const long = (await c.db.pool.query(`SELECT secret_forms, properties->>'content' AS content, attributes FROM resource WHERE stack_id = $1 AND name = 'long_file'`, [stack.id])).rows[0]
+    const contentDigest = crypto.createHash('sha256').update(long.content).digest('hex')
+    expect([...long.secret_forms].sort()).toEqual([`#sha256:${contentDigest}`, long.attributes.sha256, String(long.attributes.size)].sort())
+    expect(long.attributes.sha256).toBe(contentDigest)
+    expect(row('long_file').attributes).toEqual({ path: 'derived/long.txt', sha256: '******', size: '******' })
     expect(row('pieces').properties.value).toEqual(['******', '******', '******'])
     expect(row('echo').attributes.value).toEqual(['******', '******', '******'])
     expect(row('replaced').properties.value).toBe('******')

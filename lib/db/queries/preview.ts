@@ -2,8 +2,8 @@
  * What a preview (or a saved plan) is computed against, read in one
  * snapshot: the stack (its current traversal and template), that template,
  * the live resource rows with their versions (atomic_key), and the hidden
- * parameters of every template the stack had (their values are masked
- * wherever a preview shows a value).
+ * parameters of every template the stack had and the secret forms the rows
+ * carry (their values are masked wherever a preview shows a value).
  */
 import type pg from 'pg'
 import type { ResourceAction, ResourceStatus } from '../../engine/types'
@@ -44,6 +44,8 @@ export interface PreviewState {
   rows: PreviewStateRow[]
   /** Templates of the stack with hidden parameters: their schemas and the values they were given. */
   hidden: { schemas: unknown; parameters: Record<string, unknown> | null; environment: Record<string, unknown> | null }[]
+  /** The secret forms the rows carry (resource.secret_forms: derived from secrets, their attributes made from them). */
+  rowSecretForms: string[]
 }
 
 const obj = (v: unknown) => (v && typeof v === 'object' ? (v as Record<string, unknown>) : null)
@@ -60,7 +62,7 @@ export async function readPreviewState(pool: pg.Pool, stackId: string): Promise<
       : null
     const { rows } = await c.query(
       `SELECT id, name, type, action, status, physical_id, properties, attributes, data, current_template_id, requires, replaces, replaced_by,
-              deletion_policy, updated_at, atomic_key
+              deletion_policy, updated_at, atomic_key, secret_forms
          FROM resource WHERE stack_id = $1 AND NOT (action = 'DELETE' AND status = 'COMPLETE') ORDER BY id`,
       [stackId],
     )
@@ -87,6 +89,7 @@ export async function readPreviewState(pool: pg.Pool, stackId: string): Promise<
         atomicKey: Number(r.atomic_key),
       })),
       hidden: hidden.map((h) => ({ schemas: h.schemas, parameters: obj(h.parameters), environment: obj(h.environment) })),
+      rowSecretForms: [...new Set(rows.flatMap((r) => (r.secret_forms as string[] | null) ?? []))],
     }
   })
 }

@@ -21,9 +21,12 @@
  * and a project's files together at most its workspace quota
  * (KILN_WORKSPACE_QUOTA_BYTES, checked when the file is claimed). API
  * responses show the first SHOWN_CONTENT_BYTES of the content.
+ *
+ * Attributes: the path relative to the workspace (a tenant never learns where
+ * the server keeps its files), and the content's digest and size, which are
+ * secret when the content holds a secret (derivedFrom, lib/resources/secrets.ts).
  */
 import { createHash } from 'node:crypto'
-import path from 'node:path'
 import { DEFAULT_WORKSPACE_QUOTA_BYTES, ResourceActionError, type Adopted, type Observation, type OutsideRef, type ResourceContext, type ResourceState, type ResourceType } from '../types'
 import { entryAt, inspectAt, projectWorkspace, removeAt, WorkspaceError, writeAt } from './workspace'
 
@@ -70,11 +73,12 @@ async function write(ctx: ResourceContext, props: Record<string, unknown>) {
   }
   await userError(writeAt(ws, rel, content, mode, `${ctx.resourceUuid}.tmp`))
   await ctx.objects.settle([ref], content.length)
-  return { physicalId: rel, attributes: fileAttributes(ws, rel, content) }
+  return { physicalId: rel, attributes: fileAttributes(rel, content) }
 }
 
-const fileAttributes = (ws: { root: string }, rel: string, content: Buffer) => ({
-  path: path.join(ws.root, rel),
+/** Relative to the project's workspace, like the property: where the server keeps its files is not the tenant's to know. */
+const fileAttributes = (rel: string, content: Buffer) => ({
+  path: rel,
   sha256: createHash('sha256').update(content).digest('hex'),
   size: content.length,
 })
@@ -103,7 +107,7 @@ async function observe(ctx: ResourceContext, state: ResourceState): Promise<Obse
       content: seen.content.equals(Buffer.from(storedContent)) ? storedContent : seen.content.toString('utf8'),
       mode: storedMode !== undefined && parseInt(storedMode, 8) === seen.mode ? storedMode : `0${seen.mode.toString(8).padStart(3, '0')}`,
     },
-    attributes: fileAttributes(ws, rel, seen.content),
+    attributes: fileAttributes(rel, seen.content),
   }
 }
 
@@ -171,9 +175,9 @@ export const fileResource: ResourceType = {
     mode: { type: 'string', default: '0644', updateAllowed: true, constraints: [{ allowed_pattern: '0?[0-7]{3}', description: 'an octal file mode such as 0644' }], description: 'File mode (octal).' },
   },
   attributes: {
-    path: { description: 'Absolute path of the file on the server.', type: 'string' },
-    sha256: { description: 'SHA-256 of the content.', type: 'string' },
-    size: { description: 'Size in bytes.', type: 'integer' },
+    path: { description: "Path of the file relative to the project's workspace (the `path` property).", type: 'string', derivedFrom: ['path'] },
+    sha256: { description: 'SHA-256 of the content (hex).', type: 'string', derivedFrom: ['content'] },
+    size: { description: 'Size of the content in bytes.', type: 'integer', derivedFrom: ['content'] },
   },
   create: write,
   async update(ctx, props) {

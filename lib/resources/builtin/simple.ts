@@ -62,7 +62,7 @@ export const valueResource: ResourceType = {
     value: { type: 'any', required: true, updateAllowed: true, description: 'The expression to hold.' },
     type: { type: 'string', updateAllowed: true, constraints: [{ allowed_values: VALUE_TYPES }], description: 'The type to convert the value to.' },
   },
-  attributes: { value: { description: 'The value, converted to `type` when given.' } },
+  attributes: { value: { description: 'The value, converted to `type` when given.', derivedFrom: ['value', 'type'] } },
   async create(ctx, props) {
     return { physicalId: ctx.physicalName, attributes: { value: convertValue(props.value, props.type as string | undefined) } }
   },

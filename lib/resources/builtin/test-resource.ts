@@ -52,7 +52,7 @@ export const testResource: ResourceType = {
   stateOnly: true,
   description: 'A resource that waits, fails or asks to be replaced on demand, for testing stacks.',
   properties,
-  attributes: { output: { description: 'The string that was stored (the value property).', type: 'string' } },
+  attributes: { output: { description: 'The string that was stored (the value property).', type: 'string', derivedFrom: ['value'] } },
   async create(ctx, props) {
     await run(ctx, props, 'create')
     return { physicalId: ctx.physicalName, attributes: { output: props.value } }

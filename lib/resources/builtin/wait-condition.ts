@@ -46,7 +46,7 @@ export const waitConditionHandleResource: ResourceType = {
   },
   attributes: {
     token: { description: 'A token that can only signal this handle (X-Auth-Token).', type: 'string', secret: true },
-    endpoint: { description: 'The URL to POST signals to.', type: 'string' },
+    endpoint: { description: 'The URL to POST signals to.', type: 'string', derivedFrom: [] },
     curl_cli: { description: 'A curl command line to signal with; append --data-binary \'{"status": "SUCCESS"}\' (or FAILURE).', type: 'string', secret: true },
     signal: { description: 'JSON with the endpoint and the token.', type: 'string', secret: true },
   },
@@ -101,7 +101,8 @@ export const waitConditionResource: ResourceType = {
     count: { type: 'integer', default: 1, updateAllowed: true, constraints: [{ range: { min: 1 } }], description: 'SUCCESS signals needed.' },
   },
   attributes: {
-    data: { description: 'JSON: each signal’s id and the data it sent.', type: 'string' },
+    // Made from the signals, not from the properties.
+    data: { description: 'JSON: each signal’s id and the data it sent.', type: 'string', derivedFrom: [] },
   },
   async create(ctx, props) {
     const out = await wait(ctx, props)
