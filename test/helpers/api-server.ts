@@ -10,6 +10,7 @@ import type { AddressInfo } from 'node:net'
 import { createApi } from '../../lib/api'
 import type { ApiDeps } from '../../lib/api/deps'
 import { failedAttemptLimit } from '../../lib/auth/failed-attempts'
+import { projectRateLimit } from '../../lib/api/project-rate'
 import type { Db } from '../../lib/db/client'
 import { toNodeHandler } from '../../lib/api/node-adapter'
 import { createToken } from '../../lib/auth/tokens'
@@ -57,6 +58,10 @@ export interface ApiServerOptions {
   planTtlMs?: number
   /** Where an import preview finds objects (default: the cluster's workspace, and its database's server as the target). */
   typeConfig?: ResourceTypeConfig
+  /** KILN_MAX_IMPORT_PREVIEW_ITEMS (default 100, as in production). */
+  maxImportPreviewItems?: number
+  /** KILN_IMPORT_PREVIEWS_PER_MINUTE per project (default: unlimited in practice; test/api/import-limits.test.ts tests the limit). */
+  importPreviewsPerMinute?: number
 }
 
 export async function startApiServer(c: TestCluster, opts: ApiServerOptions = {}): Promise<ApiServer> {
@@ -80,7 +85,8 @@ export async function startApiServer(c: TestCluster, opts: ApiServerOptions = {}
     db,
     stacks,
     plans: createPlanService({ db, catalog: typeCatalog(registry), types: registry, limits, ttlMs: opts.planTtlMs ?? 86_400_000 }, stacks),
-    imports: createImportService({ db, catalog: typeCatalog(registry), types: registry, typeConfig, limits, stacks, log }),
+    imports: createImportService({ db, catalog: typeCatalog(registry), types: registry, typeConfig, limits, maxPreviewItems: opts.maxImportPreviewItems ?? 100, stacks, log }),
+    importPreviews: projectRateLimit({ perMinute: opts.importPreviewsPerMinute ?? 1_000_000 }),
     reads: createReadService(db, registry),
     accounts: createAccountService(db),
     registry,
