@@ -1,5 +1,5 @@
 /**
- * Requests of one kind a project may make per minute, so that one project's
+ * Requests of one kind a project may make per window (a minute), so that one project's
  * bursts on a costly route (an import preview looks at objects on the target
  * server) cannot take the web server's time from the others. Past the limit,
  * the project is answered 429 with `Retry-After` until its window ends;
@@ -15,8 +15,8 @@ export interface ProjectRateLimit {
   take(projectId: string): Promise<number>
 }
 
-export function projectRateLimit(opts: { perMinute: number }): ProjectRateLimit {
-  const limiter = new RateLimiterMemory({ points: opts.perMinute, duration: 60 })
+export function projectRateLimit(opts: { requests: number; windowSeconds: number }): ProjectRateLimit {
+  const limiter = new RateLimiterMemory({ points: opts.requests, duration: opts.windowSeconds })
   return {
     async take(projectId) {
       try {

@@ -51,7 +51,7 @@ export function appContext(): AppContext {
   const reads = createReadService(db, registry)
   // The import preview looks at objects from here, as a worker would find them.
   const imports = createImportService({ db, catalog: typeCatalog(registry), types: registry, typeConfig: typeConfigFrom(e, e.DATABASE_URL), limits: limitsFrom(e), maxPreviewItems: e.KILN_MAX_IMPORT_PREVIEW_ITEMS, stacks, log })
-  const importPreviews = projectRateLimit({ perMinute: e.KILN_IMPORT_PREVIEWS_PER_MINUTE })
+  const importPreviews = projectRateLimit({ requests: e.KILN_IMPORT_PREVIEWS_PER_MINUTE, windowSeconds: 60 })
   const accounts = createAccountService(db)
   const failedAttempts = failedAttemptLimit({ perMinute: e.KILN_AUTH_FAILURES_PER_MINUTE, log })
   let publicUrl = publicUrlFrom(e, e.PORT)

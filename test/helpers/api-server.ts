@@ -60,8 +60,11 @@ export interface ApiServerOptions {
   typeConfig?: ResourceTypeConfig
   /** KILN_MAX_IMPORT_PREVIEW_ITEMS (default 100, as in production). */
   maxImportPreviewItems?: number
-  /** KILN_IMPORT_PREVIEWS_PER_MINUTE per project (default: unlimited in practice; test/api/import-limits.test.ts tests the limit). */
-  importPreviewsPerMinute?: number
+  /**
+   * Import previews per project (KILN_IMPORT_PREVIEWS_PER_MINUTE; default: unlimited in practice), counted
+   * over an hour instead of a minute, so that a test of the limit never races the window's end.
+   */
+  importPreviewsPerWindow?: number
 }
 
 export async function startApiServer(c: TestCluster, opts: ApiServerOptions = {}): Promise<ApiServer> {
@@ -86,7 +89,7 @@ export async function startApiServer(c: TestCluster, opts: ApiServerOptions = {}
     stacks,
     plans: createPlanService({ db, catalog: typeCatalog(registry), types: registry, limits, ttlMs: opts.planTtlMs ?? 86_400_000 }, stacks),
     imports: createImportService({ db, catalog: typeCatalog(registry), types: registry, typeConfig, limits, maxPreviewItems: opts.maxImportPreviewItems ?? 100, stacks, log }),
-    importPreviews: projectRateLimit({ perMinute: opts.importPreviewsPerMinute ?? 1_000_000 }),
+    importPreviews: projectRateLimit({ requests: opts.importPreviewsPerWindow ?? 1_000_000, windowSeconds: 3600 }),
     reads: createReadService(db, registry),
     accounts: createAccountService(db),
     registry,
