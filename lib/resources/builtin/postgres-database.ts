@@ -11,8 +11,9 @@
  * server by default would double what `npm start` runs and still need all of
  * this on any server an operator names) and closes every way in:
  *   - every database made here is `REVOKE ALL ... FROM PUBLIC` (its owner, the
- *     tenant's role, keeps CONNECT); Kiln's own database is revoked from
- *     PUBLIC when a worker starts (lib/db/access.ts);
+ *     tenant's role, keeps CONNECT) before it takes a connection (createClosed);
+ *     Kiln's own database is revoked from PUBLIC when a worker starts
+ *     (lib/db/access.ts);
  *   - each tenant role has a connection limit (KILN_TENANT_CONNECTION_LIMIT),
  *     NOINHERIT, no other attribute, and is a member of the group
  *     `kiln_tenants` (without inheriting or assuming it), which the embedded
@@ -22,6 +23,10 @@
  *     `pg_role`, scope the server's host:port), recorded before anything is
  *     made: never in a catalog comment, which every role reads and the
  *     database's owner, the tenant, can rewrite.
+ *
+ * Every role on the server can list the names of all databases and roles, so
+ * a default name is a hash (hashedName), and an answer about a name that is
+ * not the project's is the same whoever holds it (notAdoptable, nameTaken).
  *
  * A create makes or takes over only what a record says this logical resource
  * made; a database or role that exists with no record (an operator's, another
