@@ -107,6 +107,10 @@ const EnvSchema = z.object({
   KILN_MAX_RESOURCES_PER_STACK: int(20_000),
   /** Largest request body, declared or sent chunked, on every route (413). */
   KILN_MAX_BODY_BYTES: int(4_194_304),
+  /** Most resources with external_id one import preview looks at (413 naming the limit). */
+  KILN_MAX_IMPORT_PREVIEW_ITEMS: int(100).refine((v) => v >= 1, 'must be at least 1'),
+  /** Import previews one project may ask for per minute (per web process) before it is answered 429 with Retry-After. */
+  KILN_IMPORT_PREVIEWS_PER_MINUTE: int(10).refine((v) => v >= 1, 'must be at least 1'),
   /** Events kept per stack; workers prune the oldest once a minute, and the rest stays gap-free. */
   KILN_MAX_EVENTS_PER_STACK: int(1_000_000),
   /**

@@ -2,6 +2,7 @@
 import type { FailedAttemptLimit } from '../auth/failed-attempts'
 import type { Db } from '../db/client'
 import type { Logger } from '../logger'
+import type { ProjectRateLimit } from './project-rate'
 import type { Registry } from '../resources/registry'
 import type { AccountService, Principal } from '../services/accounts'
 import type { PlanService } from '../services/plans'
@@ -17,6 +18,8 @@ export interface ApiDeps {
   plans: PlanService
   /** Adopting existing objects into a stack (external_id), and its preview. */
   imports: ImportService
+  /** Import previews per project (KILN_IMPORT_PREVIEWS_PER_MINUTE). */
+  importPreviews: ProjectRateLimit
   reads: ReadService
   accounts: AccountService
   registry: Registry

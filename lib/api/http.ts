@@ -26,6 +26,9 @@ export class HttpError extends Error {
 export const tooManyAttempts = (retryAfter: number) =>
   new HttpError(429, 'too_many_requests', `too many failed authentication attempts from this address; retry in ${retryAfter} s`, { retryAfter }, { 'retry-after': String(retryAfter) })
 
+/** A project ran out of a per-project request limit (./project-rate.ts). */
+export const tooManyRequests = (message: string, retryAfter: number) => new HttpError(429, 'too_many_requests', message, { retryAfter }, { 'retry-after': String(retryAfter) })
+
 /** Who sent a request, as the HTTP server saw it (a Request does not carry it). */
 export interface ClientInfo {
   /** The peer's IP address. */

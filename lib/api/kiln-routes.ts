@@ -10,7 +10,7 @@ import { checkSubmission } from '../services/templates'
 import { typeCatalog } from '../resources/registry'
 import { ForbiddenError, ValidationError } from '../services/errors'
 import { actorOf, type ApiDeps } from './deps'
-import { boolParam, HttpError, intParam, json, parse, Router, sessionCookie, tooManyAttempts } from './http'
+import { boolParam, HttpError, intParam, json, parse, Router, sessionCookie, tooManyAttempts, tooManyRequests } from './http'
 import { openApiDocument } from './openapi'
 import { webMetrics } from '../services/metrics'
 import { signalFrom, type SignalService } from '../services/signals'
@@ -163,7 +163,12 @@ export function kilnRoutes(d: ApiDeps, router: Router<Principal>, signals: Signa
     .add('GET', '/api/plans/:plan', async (c) => json({ plan: await d.plans.byId(actorOf(c.principal), c.params.plan!) }))
 
     // ---- import: adopt existing objects (external_id) into a new or existing stack ----
-    .add('POST', '/api/import/preview', async (c) => json(await d.imports.preview(actorOf(c.principal), parse(ImportBody, await c.json()))))
+    .add('POST', '/api/import/preview', async (c) => {
+      // Counted before anything is read or looked at: a refused preview costs the server nothing more.
+      const wait = await d.importPreviews.take(c.principal.projectId)
+      if (wait) throw tooManyRequests(`too many import previews for this project (KILN_IMPORT_PREVIEWS_PER_MINUTE); retry in ${wait} s`, wait)
+      return json(await d.imports.preview(actorOf(c.principal), parse(ImportBody, await c.json())))
+    })
     .add('POST', '/api/import', async (c) => {
       const res = await d.imports.run(actorOf(c.principal), parse(ImportBody, await c.json()))
       return json({ stack: res.stack, action: res.action, traversalId: res.traversalId, superseded: res.superseded, created: res.created }, res.created ? 201 : 202)

@@ -64,7 +64,10 @@ export function openApiDocument(): Record<string, unknown> {
     { method: 'post', path: '/api/stacks/{stack}/rollback', summary: 'Roll back to the last template that completed', ok: 202 },
     { method: 'post', path: '/api/stacks/{stack}/check', summary: 'Check every resource (each type observes its object: gone or drifted fails the check)', ok: 202 },
     { method: 'post', path: '/api/stacks/{stack}/resources/{resource}/signal', summary: "Signal a wait condition handle (a project token, or the handle's own token)", body: s.SignalBody, ok: 200 },
-    { method: 'post', path: '/api/import/preview', summary: 'What an import would adopt: per external_id resource, the object as observed and how it differs from the template (nothing is written)', body: s.ImportBody, ok: 200 },
+    {
+      method: 'post', path: '/api/import/preview', summary: 'What an import would adopt: per external_id resource, the object as observed and how it differs from the template (nothing is written)', body: s.ImportBody, ok: 200, also: [413],
+      description: 'A preview looks at most KILN_MAX_IMPORT_PREVIEW_ITEMS resources with external_id (more: 413, `limit: "import_preview_items"`), and a project may ask for KILN_IMPORT_PREVIEWS_PER_MINUTE previews a minute (more: 429 with Retry-After). An external_id that names nothing this project may adopt (nothing there, an object without a Kiln record, another project\'s) is refused with the same reason, whichever it is.',
+    },
     { method: 'post', path: '/api/import', summary: 'Adopt existing objects (resources with external_id) into a new stack (201), or into the project’s stack of that name (202)', body: s.ImportBody, ok: 201 },
     { method: 'post', path: '/api/stacks/{stack}/drift', summary: 'Start a drift check: every resource observed against what was stored (a traversal; the rows are not changed)', ok: 202 },
     { method: 'get', path: '/api/stacks/{stack}/snapshots', summary: 'Snapshots its resources kept when deleted (deletion_policy: Snapshot), also of a deleted stack (by id); restore one with from_snapshot', ok: 200 },

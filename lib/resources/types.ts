@@ -419,6 +419,14 @@ export interface ResourceType {
    */
   adopt?(ctx: ResourceContext, externalId: string, opts: { dryRun: boolean }): Promise<Adopted>
   /**
+   * What `adopt` answers for several objects at once (an import preview, one
+   * context per resource), in order: the Adopted, or the error adopt would
+   * throw. For a type whose lookups are costly one by one (a connection per
+   * object): it looks at them all with a bounded number of lookups. Without
+   * it, a preview calls `adopt` for each in turn.
+   */
+  adoptMany?(items: { ctx: ResourceContext; externalId: string }[], opts: { dryRun: boolean }): Promise<(Adopted | Error)[]>
+  /**
    * Keep a copy of the object before it is deleted (deletion_policy:
    * Snapshot): the engine calls it, then `delete`. The copy is recorded
    * through `ctx.objects.claim(refs, { snapshotOf })` before it is made, and

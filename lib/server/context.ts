@@ -17,6 +17,7 @@ import { createReadService, type ReadService } from '../services/reads'
 import { createImportService } from '../services/imports'
 import { createApi } from '../api'
 import type { ApiDeps } from '../api/deps'
+import { projectRateLimit } from '../api/project-rate'
 
 export interface AppContext {
   env: Env
@@ -49,11 +50,12 @@ export function appContext(): AppContext {
   const plans = createPlanService({ db, catalog: typeCatalog(registry), types: registry, limits: limitsFrom(e), ttlMs: e.KILN_PLAN_TTL_MS }, stacks)
   const reads = createReadService(db, registry)
   // The import preview looks at objects from here, as a worker would find them.
-  const imports = createImportService({ db, catalog: typeCatalog(registry), types: registry, typeConfig: typeConfigFrom(e, e.DATABASE_URL), limits: limitsFrom(e), stacks, log })
+  const imports = createImportService({ db, catalog: typeCatalog(registry), types: registry, typeConfig: typeConfigFrom(e, e.DATABASE_URL), limits: limitsFrom(e), maxPreviewItems: e.KILN_MAX_IMPORT_PREVIEW_ITEMS, stacks, log })
+  const importPreviews = projectRateLimit({ requests: e.KILN_IMPORT_PREVIEWS_PER_MINUTE, windowSeconds: 60 })
   const accounts = createAccountService(db)
   const failedAttempts = failedAttemptLimit({ perMinute: e.KILN_AUTH_FAILURES_PER_MINUTE, log })
   let publicUrl = publicUrlFrom(e, e.PORT)
-  const deps: ApiDeps = { db, stacks, plans, imports, reads, accounts, registry, log, failedAttempts, maxBodyBytes: e.KILN_MAX_BODY_BYTES, limits: limitsFrom(e), leaseMs: e.KILN_LEASE_MS, secureCookies: e.KILN_SECURE_COOKIES, publicUrl: () => publicUrl }
+  const deps: ApiDeps = { db, stacks, plans, imports, importPreviews, reads, accounts, registry, log, failedAttempts, maxBodyBytes: e.KILN_MAX_BODY_BYTES, limits: limitsFrom(e), leaseMs: e.KILN_LEASE_MS, secureCookies: e.KILN_SECURE_COOKIES, publicUrl: () => publicUrl }
   // PORT=0 binds a port chosen by the system: the default public URL names the one bound.
   const listening = (port: number) => (publicUrl = publicUrlFrom(e, port))
   const ctx: AppContext = { env: e, db, registry, stacks, reads, accounts, log, api: createApi(deps), failedAttempts, listening }

@@ -8,7 +8,14 @@
  *
  * The preview runs the types' `adopt` in a dry run in this process: it only
  * looks (the rules of observe: read-only, fast, abortable; a deadline of
- * PREVIEW_LOOK_MS per resource), and its records are read, never written.
+ * PREVIEW_LOOK_MS for the whole look), and its records are read, never
+ * written. Its cost is bounded whatever the template: at most
+ * `maxPreviewItems` resources are looked at (more is a 413 naming
+ * KILN_MAX_IMPORT_PREVIEW_ITEMS), and a type that can (`adoptMany`) looks at
+ * all of its objects at once: Kiln::Postgres::Database with one connection to
+ * the target server and one catalog query per preview, instead of a
+ * connection per database. The route limits previews per project
+ * (KILN_IMPORT_PREVIEWS_PER_MINUTE).
  */
 import crypto from 'node:crypto'
 import { isDeepStrictEqual } from 'node:util'
@@ -19,14 +26,14 @@ import { liveStackNamed } from '../db/queries/stacks'
 import { adoptionOf, externalIdRefusal } from '../engine/adoption'
 import type { Logger } from '../logger'
 import { shownValue, validateProperties } from '../resources/schema'
-import { ResourceActionError, type OutsideObjects, type OutsideOwner, type ResourceContext, type ResourceType, type ResourceTypeConfig } from '../resources/types'
+import { ResourceActionError, type Adopted, type OutsideObjects, type OutsideOwner, type ResourceContext, type ResourceType, type ResourceTypeConfig } from '../resources/types'
 import type { TypeCatalog } from '../template/types'
-import { ConflictError, ValidationError } from './errors'
+import { ConflictError, LimitError, ValidationError } from './errors'
 import { hiddenValues, MASK, redact, secretList, type Secrets } from './secrets'
 import type { Actor, OperationResult, StackService } from './stacks'
 import { checkSubmission, type Limits, type Submission } from './templates'
 
-/** How long the preview's look at one object may take. */
+/** How long the preview's look at its objects may take, all of them. */
 const PREVIEW_LOOK_MS = 15_000
 
 export interface ImportDeps {
@@ -36,6 +43,8 @@ export interface ImportDeps {
   /** Where the types find their objects (the workspace, the target server); without it a preview cannot look. */
   typeConfig?: ResourceTypeConfig
   limits: Limits
+  /** Most resources with external_id one preview looks at (KILN_MAX_IMPORT_PREVIEW_ITEMS). */
+  maxPreviewItems: number
   stacks: StackService
   log: Logger
 }
@@ -108,7 +117,7 @@ export function createImportService(deps: ImportDeps) {
     }
   }
 
-  function context(actor: Actor, stack: { id: string; name: string }, resourceName: string, config: ResourceTypeConfig): ResourceContext {
+  function context(actor: Actor, stack: { id: string; name: string }, resourceName: string, config: ResourceTypeConfig, signal: AbortSignal): ResourceContext {
     const owner = { projectId: actor.projectId, stackId: stack.id, resourceName, resourceUuid: crypto.randomUUID() }
     const noSignals = () => Promise.reject(new Error('an import preview takes no signals'))
     return {
@@ -116,7 +125,7 @@ export function createImportService(deps: ImportDeps) {
       stackName: stack.name,
       replacesUuid: null,
       physicalName: `${stack.name}-${resourceName}-preview`,
-      signal: AbortSignal.timeout(PREVIEW_LOOK_MS),
+      signal,
       progress: () => {},
       log: deps.log,
       config,
@@ -142,41 +151,51 @@ export function createImportService(deps: ImportDeps) {
       if (stack) {
         for (const r of await heldRowData(pool, stack.id)) held.set(String(r.name), r.data)
       }
-      const items: ImportItem[] = []
-      for (const name of Object.keys(external).sort()) {
+      const names = Object.keys(external).sort()
+      if (names.length > deps.maxPreviewItems) {
+        throw new LimitError(`the template has ${names.length} resources with external_id; an import preview looks at ${deps.maxPreviewItems} at most (KILN_MAX_IMPORT_PREVIEW_ITEMS)`, 'import_preview_items', deps.maxPreviewItems)
+      }
+      const items = new Map<string, ImportItem>()
+      /** The resources to look at, by type. */
+      const looks = new Map<ResourceType, { name: string; externalId: string }[]>()
+      for (const name of names) {
         const e = external[name]!
         const typeName = c.plan.types[name]!
         const base = { name, type: typeName, externalId: e.externalId }
         if (held.has(name)) {
           const why = externalIdRefusal(name, adoptionOf(held.get(name) ?? null), e.externalId, e.fingerprint)
-          items.push(why ? { ...base, outcome: 'refused', reason: redact(why, secrets) } : { ...base, outcome: 'adopted', reason: 'the stack holds it already: it is left as it is' })
+          items.set(name, why ? { ...base, outcome: 'refused', reason: redact(why, secrets) } : { ...base, outcome: 'adopted', reason: 'the stack holds it already: it is left as it is' })
           continue
         }
         const type = deps.types.get(typeName)
-        if (!type?.adopt) {
-          items.push({ ...base, outcome: 'refused', reason: `${typeName} cannot adopt an existing object` })
-          continue
-        }
-        if (!deps.typeConfig) {
-          items.push({ ...base, outcome: 'error', reason: 'this server is not configured to look at resources' })
-          continue
-        }
-        try {
-          const seen = await type.adopt(context(actor, target, name, deps.typeConfig), e.externalId, { dryRun: true })
+        if (!type?.adopt) items.set(name, { ...base, outcome: 'refused', reason: `${typeName} cannot adopt an existing object` })
+        else if (!deps.typeConfig) items.set(name, { ...base, outcome: 'error', reason: 'this server is not configured to look at resources' })
+        else looks.set(type, [...(looks.get(type) ?? []), { name, externalId: e.externalId }])
+      }
+      const signal = AbortSignal.timeout(PREVIEW_LOOK_MS)
+      for (const [type, wanted] of looks) {
+        const batch = wanted.map((w) => ({ ctx: context(actor, target, w.name, deps.typeConfig!, signal), externalId: w.externalId }))
+        const answers = await adoptions(type, batch)
+        wanted.forEach((w, i) => {
+          const e = external[w.name]!
+          const base = { name: w.name, type: type.name, externalId: e.externalId }
+          const seen = answers[i]!
+          if (seen instanceof Error) {
+            items.set(w.name, { ...base, outcome: seen instanceof ResourceActionError ? 'refused' : 'error', reason: redact(seen.message, secrets) })
+            return
+          }
           const template = validateProperties(type.properties, e.known, { acceptUnknown: type.acceptsAnyProperties === true }).value
           const shown = (k: string, v: unknown) => masked(type, { [k]: v }, 'properties', secrets)[k]
           // A value that waits for another resource is not known yet: not compared.
           const differences = Object.keys(seen.properties)
             .filter((k) => !e.deferred.includes(k) && !isDeepStrictEqual(template[k] ?? null, seen.properties[k] ?? null))
             .map((k) => ({ property: k, template: shown(k, template[k] ?? null), seen: shown(k, seen.properties[k] ?? null) }))
-          items.push({ ...base, outcome: 'adopt', properties: masked(type, seen.properties, 'properties', secrets), attributes: masked(type, seen.attributes, 'attributes', secrets), differences })
-        } catch (err) {
-          const reason = redact(err instanceof Error ? err.message : String(err), secrets)
-          items.push({ ...base, outcome: err instanceof ResourceActionError ? 'refused' : 'error', reason })
-        }
+          items.set(w.name, { ...base, outcome: 'adopt', properties: masked(type, seen.properties, 'properties', secrets), attributes: masked(type, seen.attributes, 'attributes', secrets), differences })
+        })
       }
-      const count = (o: ImportItem['outcome']) => items.filter((i) => i.outcome === o).length
-      return { stack: { name: req.name, id: stack?.id ?? null, exists: stack !== null }, items, summary: { adopt: count('adopt'), adopted: count('adopted'), refused: count('refused'), error: count('error') } }
+      const ordered = names.map((n) => items.get(n)!)
+      const count = (o: ImportItem['outcome']) => ordered.filter((i) => i.outcome === o).length
+      return { stack: { name: req.name, id: stack?.id ?? null, exists: stack !== null }, items: ordered, summary: { adopt: count('adopt'), adopted: count('adopted'), refused: count('refused'), error: count('error') } }
     },
 
     /** Adopt: create the stack, or update the project's stack of that name (external_id resources adopted, the others made). */
@@ -193,6 +212,25 @@ export function createImportService(deps: ImportDeps) {
       }
     },
   }
+}
+
+/**
+ * The dry-run adoptions of one type's objects, in order: all at once when the
+ * type can (adoptMany), else one after the other. A look that fails as a
+ * whole (the server unreachable) is every item's error.
+ */
+async function adoptions(type: ResourceType, batch: { ctx: ResourceContext; externalId: string }[]): Promise<(Adopted | Error)[]> {
+  const failed = (err: unknown) => (err instanceof Error ? err : new Error(String(err)))
+  if (type.adoptMany) {
+    try {
+      return await type.adoptMany(batch, { dryRun: true })
+    } catch (err) {
+      return batch.map(() => failed(err))
+    }
+  }
+  const out: (Adopted | Error)[] = []
+  for (const { ctx, externalId } of batch) out.push(await type.adopt!(ctx, externalId, { dryRun: true }).catch(failed))
+  return out
 }
 
 export type ImportService = ReturnType<typeof createImportService>

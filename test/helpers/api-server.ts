@@ -10,6 +10,7 @@ import type { AddressInfo } from 'node:net'
 import { createApi } from '../../lib/api'
 import type { ApiDeps } from '../../lib/api/deps'
 import { failedAttemptLimit } from '../../lib/auth/failed-attempts'
+import { projectRateLimit } from '../../lib/api/project-rate'
 import type { Db } from '../../lib/db/client'
 import { toNodeHandler } from '../../lib/api/node-adapter'
 import { createToken } from '../../lib/auth/tokens'
@@ -62,6 +63,13 @@ export interface ApiServerOptions {
   socketMessageLimit?: { messages: number; windowSeconds: number }
   /** Where an import preview finds objects (default: the cluster's workspace, and its database's server as the target). */
   typeConfig?: ResourceTypeConfig
+  /** KILN_MAX_IMPORT_PREVIEW_ITEMS (default 100, as in production). */
+  maxImportPreviewItems?: number
+  /**
+   * Import previews per project (KILN_IMPORT_PREVIEWS_PER_MINUTE; default: unlimited in practice), counted
+   * over an hour instead of a minute, so that a test of the limit never races the window's end.
+   */
+  importPreviewsPerWindow?: number
 }
 
 export async function startApiServer(c: TestCluster, opts: ApiServerOptions = {}): Promise<ApiServer> {
@@ -85,7 +93,8 @@ export async function startApiServer(c: TestCluster, opts: ApiServerOptions = {}
     db,
     stacks,
     plans: createPlanService({ db, catalog: typeCatalog(registry), types: registry, limits, ttlMs: opts.planTtlMs ?? 86_400_000 }, stacks),
-    imports: createImportService({ db, catalog: typeCatalog(registry), types: registry, typeConfig, limits, stacks, log }),
+    imports: createImportService({ db, catalog: typeCatalog(registry), types: registry, typeConfig, limits, maxPreviewItems: opts.maxImportPreviewItems ?? 100, stacks, log }),
+    importPreviews: projectRateLimit({ requests: opts.importPreviewsPerWindow ?? 1_000_000, windowSeconds: 3600 }),
     reads: createReadService(db, registry),
     accounts: createAccountService(db),
     registry,

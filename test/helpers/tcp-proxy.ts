@@ -6,6 +6,7 @@
  *   ... connect to proxy.url ...
  *   proxy.freeze('kiln-worker-listen')  // that session's bytes stop, its socket stays open (half-open)
  *   proxy.refuse()                       // every session cut, new ones refused, until proxy.accept()
+ *   proxy.opened('kiln-pg-observe')      // how many sessions of that application have been opened
  *
  * Sessions are told apart by the application_name in their startup message.
  */
@@ -20,6 +21,8 @@ export interface TcpProxy {
   refuse(): void
   /** Accept connections again. */
   accept(): void
+  /** Sessions opened so far whose startup message named this application_name. */
+  opened(application: string): number
   close(): Promise<void>
 }
 
@@ -42,6 +45,7 @@ export async function tcpProxy(targetUrl: string): Promise<TcpProxy> {
   const target = new URL(targetUrl)
   const sessions = new Set<Session>()
   let refusing = false
+  const opened = new Map<string, number>()
 
   // Half-open allowed: a frozen session must not answer its client's goodbye (see freeze).
   const server = net.createServer({ allowHalfOpen: true }, (client) => {
@@ -59,6 +63,7 @@ export async function tcpProxy(targetUrl: string): Promise<TcpProxy> {
     // The first bytes are the startup message (no SSL is asked for): read the name, then pipe.
     client.once('data', (first: Buffer) => {
       s.application = applicationOf(first)
+      if (s.application !== null) opened.set(s.application, (opened.get(s.application) ?? 0) + 1)
       upstream.write(first)
       client.pipe(upstream)
       upstream.pipe(client)
@@ -100,6 +105,9 @@ export async function tcpProxy(targetUrl: string): Promise<TcpProxy> {
     },
     accept() {
       refusing = false
+    },
+    opened(application) {
+      return opened.get(application) ?? 0
     },
     async close() {
       refusing = true

@@ -330,7 +330,7 @@ describe('Kiln::Postgres::Database', () => {
     await asRole.connect()
     expect((await asRole.query('SELECT current_database() AS d, current_user AS u')).rows[0]).toEqual({ d: name, u: name })
     await asRole.end()
-    await expect(db.create(ctx({ config, stackId: '00000000-0000-4000-8000-000000000099' }), props)).rejects.toThrow(`database ${name} belongs to another stack or resource`)
+    await expect(db.create(ctx({ config, stackId: '00000000-0000-4000-8000-000000000099' }), props)).rejects.toThrow(`database ${name} belongs to resource ${first.resourceName} of stack ${first.stackId}`)
     const second = ctx({ config, resourceUuid: '00000000-0000-4000-8000-000000000002' })
     const taken = await db.create(second, props)
     const state = (o: typeof out) => ({ physicalId: o.physicalId ?? null, properties: props, attributes: o.attributes ?? {}, data: {} })
@@ -360,7 +360,7 @@ describe('Kiln::Postgres::Database', () => {
       const before = await secret()
       const config = { workspaceDir: os.tmpdir(), targetDatabaseUrl: url }
       const props = validateProperties(db.properties, { name: operator }).value
-      await expect(db.create(ctx({ config }), props)).rejects.toThrow(`role ${operator} already exists on the server and was not created by Kiln; choose another name`)
+      await expect(db.create(ctx({ config }), props)).rejects.toThrow(`database ${operator}: the name is taken on the server by something this project does not own; choose another name`)
       // its delete (a cleanup by the properties the create started with) leaves the role alone
       await db.delete(ctx({ config }), { physicalId: null, properties: props, attributes: {}, data: {} })
       expect(await secret()).toBe(before)

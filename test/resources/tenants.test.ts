@@ -212,7 +212,7 @@ describe('Kiln::Postgres::Database on Kiln\'s own server', () => {
       const before = await password()
       const bStack = await createStack('b', dbTemplate({ name: operator }))
       expect(await c.settle(bStack)).toBe('CREATE_FAILED')
-      expect((await c.stack(bStack)).statusReason).toContain(`role ${operator} already exists on the server and was not created by Kiln`)
+      expect((await c.stack(bStack)).statusReason).toContain(`database ${operator}: the name is taken on the server by something this project does not own`)
       expect(await password()).toBe(before)
       await deleteStack('b', bStack)
       expect(await password()).toBe(before)

@@ -107,6 +107,7 @@ export async function claimOutside(pool: pg.Pool, owner: OutsideOwner, refs: Out
  * row of a stack not deleted still holds it and is not itself deleted.
  */
 export async function adoptOutside(pool: pg.Pool, owner: OutsideOwner, refs: OutsideRef[], opts: { unrecorded: boolean; dryRun?: boolean; sizeBytes?: number }): Promise<AdoptOutcome> {
+  if (opts.dryRun) return adoptionLook(pool, owner, refs, opts)
   try {
     return await withTransaction(pool, async (c) => {
       const previous = new Map<OutsideRef, OutsideRecord | null>()
@@ -115,8 +116,6 @@ export async function adoptOutside(pool: pg.Pool, owner: OutsideOwner, refs: Out
         const ref = refs.find((r) => r.kind === kinds[i] && r.scope === scopes[i] && r.key === keys[i])!
         previous.set(ref, await adoptOne(c, owner, ref, opts))
       }
-      // A dry run answers as the adoption would, and writes nothing.
-      if (opts.dryRun) throw new Refusal<AdoptOutcome>({ outcome: 'adopted', previous: refs.map((r) => previous.get(r) ?? null) })
       return { outcome: 'adopted' as const, previous: refs.map((r) => previous.get(r) ?? null) }
     })
   } catch (err) {
@@ -125,15 +124,46 @@ export async function adoptOutside(pool: pg.Pool, owner: OutsideOwner, refs: Out
   }
 }
 
-async function adoptOne(c: Queryable, owner: OutsideOwner, ref: OutsideRef, opts: { unrecorded: boolean; sizeBytes?: number }): Promise<OutsideRecord | null> {
-  const { rows } = await c.query(
-    `SELECT o.*,
+/** A record with whether a live row holds it and whether a worker acts on its row now. */
+const ADOPTION_COLUMNS = `o.*,
             EXISTS (SELECT 1 FROM resource r JOIN stack s ON s.id = r.stack_id
                      WHERE r.uuid = o.resource_uuid AND s.deleted_at IS NULL AND NOT (r.action = 'DELETE' AND r.status = 'COMPLETE')) AS live,
-            EXISTS (SELECT 1 FROM resource r WHERE r.uuid = o.resource_uuid AND r.engine_id IS NOT NULL AND r.lease_expires_at > now()) AS busy
-       FROM outside_object o WHERE kind = $1 AND scope = $2 AND key = $3 FOR UPDATE OF o`,
-    [ref.kind, ref.scope, ref.key],
-  )
+            EXISTS (SELECT 1 FROM resource r WHERE r.uuid = o.resource_uuid AND r.engine_id IS NOT NULL AND r.lease_expires_at > now()) AS busy`
+
+/** Why `owner` may not adopt the object of this record (with its live and busy flags), or null when it may. */
+function adoptionRefusal(row: Raw, ref: OutsideRef, owner: OutsideOwner): AdoptOutcome | null {
+  const rec = toRecord(row)
+  const ours = rec.stackId === owner.stackId && rec.resourceName === owner.resourceName
+  if (rec.projectId !== owner.projectId || (!ours && row.live === true)) return { outcome: 'refused', ref, owner: rec }
+  if (rec.resourceUuid !== owner.resourceUuid && row.busy === true) return { outcome: 'busy', ref, owner: rec }
+  return null
+}
+
+/**
+ * A dry run of adoptOutside: the answer the adoption would give now, from one
+ * read of the records (no transaction, no row lock: nothing is written).
+ */
+async function adoptionLook(db: Queryable, owner: OutsideOwner, refs: OutsideRef[], opts: { unrecorded: boolean }): Promise<AdoptOutcome> {
+  const { rows } = await db.query(`SELECT ${ADOPTION_COLUMNS} FROM outside_object o WHERE ${REFS}`, columns(refs))
+  const [kinds, scopes, keys] = columns(refs)
+  const previous = new Map<OutsideRef, OutsideRecord | null>()
+  for (let i = 0; i < kinds.length; i++) {
+    const ref = refs.find((r) => r.kind === kinds[i] && r.scope === scopes[i] && r.key === keys[i])!
+    const row = (rows as Raw[]).find((r) => r.kind === ref.kind && r.scope === ref.scope && r.key === ref.key)
+    if (!row) {
+      if (!opts.unrecorded) return { outcome: 'unrecorded', ref }
+      previous.set(ref, null)
+      continue
+    }
+    const refusal = adoptionRefusal(row, ref, owner)
+    if (refusal) return refusal
+    previous.set(ref, toRecord(row))
+  }
+  return { outcome: 'adopted', previous: refs.map((r) => previous.get(r) ?? null) }
+}
+
+async function adoptOne(c: Queryable, owner: OutsideOwner, ref: OutsideRef, opts: { unrecorded: boolean; sizeBytes?: number }): Promise<OutsideRecord | null> {
+  const { rows } = await c.query(`SELECT ${ADOPTION_COLUMNS} FROM outside_object o WHERE kind = $1 AND scope = $2 AND key = $3 FOR UPDATE OF o`, [ref.kind, ref.scope, ref.key])
   const row = rows[0] as Raw | undefined
   if (!row) {
     if (!opts.unrecorded) throw new Refusal<AdoptOutcome>({ outcome: 'unrecorded', ref })
@@ -147,9 +177,8 @@ async function adoptOne(c: Queryable, owner: OutsideOwner, ref: OutsideRef, opts
     return null
   }
   const rec = toRecord(row)
-  const ours = rec.stackId === owner.stackId && rec.resourceName === owner.resourceName
-  if (rec.projectId !== owner.projectId || (!ours && row.live === true)) throw new Refusal<AdoptOutcome>({ outcome: 'refused', ref, owner: rec })
-  if (rec.resourceUuid !== owner.resourceUuid && row.busy === true) throw new Refusal<AdoptOutcome>({ outcome: 'busy', ref, owner: rec })
+  const refusal = adoptionRefusal(row, ref, owner)
+  if (refusal) throw new Refusal<AdoptOutcome>(refusal)
   await c.query(
     `UPDATE outside_object SET stack_id = $2, resource_name = $3, resource_uuid = $4, state = 'present', size_bytes = coalesce($5, size_bytes), updated_at = now() WHERE id = $1`,
     [row.id, owner.stackId, owner.resourceName, owner.resourceUuid, opts.sizeBytes ?? null],

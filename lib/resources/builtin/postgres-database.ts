@@ -11,8 +11,9 @@
  * server by default would double what `npm start` runs and still need all of
  * this on any server an operator names) and closes every way in:
  *   - every database made here is `REVOKE ALL ... FROM PUBLIC` (its owner, the
- *     tenant's role, keeps CONNECT); Kiln's own database is revoked from
- *     PUBLIC when a worker starts (lib/db/access.ts);
+ *     tenant's role, keeps CONNECT) before it takes a connection (createClosed);
+ *     Kiln's own database is revoked from PUBLIC when a worker starts
+ *     (lib/db/access.ts);
  *   - each tenant role has a connection limit (KILN_TENANT_CONNECTION_LIMIT),
  *     NOINHERIT, no other attribute, and is a member of the group
  *     `kiln_tenants` (without inheriting or assuming it), which the embedded
@@ -22,6 +23,10 @@
  *     `pg_role`, scope the server's host:port), recorded before anything is
  *     made: never in a catalog comment, which every role reads and the
  *     database's owner, the tenant, can rewrite.
+ *
+ * Every role on the server can list the names of all databases and roles, so
+ * a default name is a hash (hashedName), and an answer about a name that is
+ * not the project's is the same whoever holds it (notAdoptable, nameTaken).
  *
  * A create makes or takes over only what a record says this logical resource
  * made; a database or role that exists with no record (an operator's, another
@@ -46,13 +51,38 @@ export const TENANT_GROUP = 'kiln_tenants'
 const ident = (s: string) => `"${s.replace(/"/g, '""')}"`
 const literal = (s: string) => `'${s.replace(/'/g, "''")}'`
 
-/** PostgreSQL names: lower case, at most 63 bytes. */
-function defaultName(ctx: ResourceContext): string {
+/**
+ * The name of a database (and its role) whose properties give none: `kiln_`
+ * and a hash of the stack's id and the resource's name. Stable per logical
+ * resource (a retried create, a replacement row find the same one), and it
+ * tells nothing of the stack, the resource or the project: every role on the
+ * server can list the names in pg_database and pg_roles.
+ */
+const hashedName = (ctx: ResourceContext) => `kiln_${createHash('sha256').update(`${ctx.stackId}/${ctx.resourceName}`).digest('hex').slice(0, 24)}`
+
+/** The name databases were given before the hashed one (`kiln_<stack>_<resource>_<stack id>`): those keep it. */
+function stackNamedName(ctx: ResourceContext): string {
   const base = `kiln_${ctx.stackName}_${ctx.resourceName}`.toLowerCase().replace(/[^a-z0-9_]/g, '_').slice(0, 50)
   return `${base}_${ctx.stackId.replace(/-/g, '').slice(0, 8)}`
 }
 
-const nameOf = (ctx: ResourceContext, props: Record<string, unknown>) => (typeof props.name === 'string' && props.name ? props.name : defaultName(ctx))
+/**
+ * The database of this logical resource when its properties name none: the
+ * stack-named one if a record says this resource made it (a live database is
+ * never renamed), else the hashed name.
+ */
+async function defaultName(ctx: ResourceContext): Promise<string> {
+  const old = stackNamedName(ctx)
+  const [record] = await ctx.objects.find([databaseRef(ctx, old)])
+  return record && record.stackId === ctx.stackId && record.resourceName === ctx.resourceName ? old : hashedName(ctx)
+}
+
+/** The database's name: the `name` property, else the one the row already has (`prev`), else the default. */
+async function nameOf(ctx: ResourceContext, props: Record<string, unknown>, prev?: ResourceState): Promise<string> {
+  if (typeof props.name === 'string' && props.name) return props.name
+  const had = prev?.physicalId ?? (prev?.attributes.database as string | undefined)
+  return had ?? defaultName(ctx)
+}
 
 /** The server, as records name it: names are unique per server. */
 function serverOf(url: string): string {
@@ -64,6 +94,8 @@ function refs(ctx: ResourceContext, name: string): OutsideRef[] {
   const scope = serverOf(targetUrl(ctx))
   return [{ kind: 'pg_database', scope, key: name }, { kind: 'pg_role', scope, key: name }]
 }
+
+const databaseRef = (ctx: ResourceContext, name: string): OutsideRef => refs(ctx, name)[0]!
 
 function targetUrl(ctx: ResourceContext): string {
   const url = ctx.config.targetDatabaseUrl
@@ -142,7 +174,7 @@ export function snapshotName(name: string, resourceUuid: string): string {
  * which the delete then drops, to the snapshot's.
  */
 async function snapshot(ctx: ResourceContext, state: ResourceState): Promise<{ name: string } | null> {
-  const name = storedName(ctx, state)
+  const name = await storedName(ctx, state)
   const snap = snapshotName(name, ctx.resourceUuid)
   const snapRefs = refs(ctx, snap)
   return withClient(ctx, name, async (c) => {
@@ -160,8 +192,7 @@ async function snapshot(ctx: ResourceContext, state: ResourceState): Promise<{ n
       // A template copy needs the source to have no other session: the tenant's are ended, and no new one may start.
       await c.query(`ALTER DATABASE ${ident(name)} WITH ALLOW_CONNECTIONS false`)
       await c.query(`SELECT ${await terminator(c)} FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()`, [name])
-      await c.query(`CREATE DATABASE ${ident(snap)} TEMPLATE ${ident(name)} OWNER ${ident(snap)}`)
-      await c.query(`REVOKE ALL ON DATABASE ${ident(snap)} FROM PUBLIC`)
+      await createClosed(c, snap, `TEMPLATE ${ident(name)} OWNER ${ident(snap)}`)
     }
     if (source.role) await inDatabase(ctx, snap, name, (d) => d.query(`REASSIGN OWNED BY ${ident(name)} TO ${ident(snap)}; DROP OWNED BY ${ident(name)}`))
     await ctx.objects.settle(snapRefs)
@@ -170,13 +201,48 @@ async function snapshot(ctx: ResourceContext, state: ResourceState): Promise<{ n
 }
 
 /**
+ * CREATE DATABASE grants CONNECT and TEMPORARY to PUBLIC, whatever its
+ * template says, and cannot run in a transaction with the REVOKE. So a
+ * database is made with connections off, PUBLIC's privileges are revoked, and
+ * only then may it be connected to: whatever fails, and wherever a worker is
+ * killed, no database Kiln makes ever lets PUBLIC in (the owner keeps its own
+ * privileges). A database left closed is opened by the next create or update.
+ */
+async function createClosed(c: pg.Client, name: string, options: string): Promise<void> {
+  await c.query(`CREATE DATABASE ${ident(name)} ${options} ALLOW_CONNECTIONS false`)
+  await c.query(`REVOKE ALL ON DATABASE ${ident(name)} FROM PUBLIC`)
+  await c.query(`ALTER DATABASE ${ident(name)} WITH ALLOW_CONNECTIONS true`)
+}
+
+/** Advisory lock class of restores from a snapshot, on the target server ('KRST'). */
+const RESTORE_LOCK_CLASS = 0x4b525354
+
+/**
  * A new database made from a snapshot of the same project (from_snapshot):
  * a template copy of it, whose objects are then the new role's. The
  * snapshot stays as it was (its owner is given back in the same transaction).
+ *
+ * Handing the objects over changes the snapshot's own catalog row (REASSIGN
+ * OWNED takes the database too, ALTER gives it back), and two transactions
+ * that change one catalog row fail ("tuple concurrently updated"): restores of
+ * one snapshot run one at a time, under a session advisory lock keyed by the
+ * snapshot on the target server (a wait the server wakes; the session's end
+ * releases it). A restore that fails after CREATE DATABASE drops what it made,
+ * so that the next attempt copies the snapshot again.
  */
 async function restoreInto(ctx: ResourceContext, c: pg.Client, name: string, from: string, dbLimit: number): Promise<void> {
-  await c.query(`CREATE DATABASE ${ident(name)} TEMPLATE ${ident(from)} OWNER ${ident(name)} CONNECTION LIMIT ${dbLimit}`)
-  await inDatabase(ctx, name, name, (d) => d.query(`BEGIN; REASSIGN OWNED BY ${ident(from)} TO ${ident(name)}; ALTER DATABASE ${ident(from)} OWNER TO ${ident(from)}; COMMIT`))
+  await c.query(`SELECT pg_advisory_lock($1, hashtext($2))`, [RESTORE_LOCK_CLASS, from])
+  try {
+    await createClosed(c, name, `TEMPLATE ${ident(from)} OWNER ${ident(name)} CONNECTION LIMIT ${dbLimit}`)
+    try {
+      await inDatabase(ctx, name, name, (d) => d.query(`BEGIN; REASSIGN OWNED BY ${ident(from)} TO ${ident(name)}; ALTER DATABASE ${ident(from)} OWNER TO ${ident(from)}; COMMIT`))
+    } catch (err) {
+      await c.query(`DROP DATABASE IF EXISTS ${ident(name)} WITH (FORCE)`).catch(() => {})
+      throw err
+    }
+  } finally {
+    await c.query(`SELECT pg_advisory_unlock($1, hashtext($2))`, [RESTORE_LOCK_CLASS, from]).catch(() => {})
+  }
 }
 
 /** The snapshot `from` names, if it is one of this project's that is there. */
@@ -226,7 +292,7 @@ function urlFor(base: string, db: string, role: string, password: string): strin
 }
 
 async function ensure(ctx: ResourceContext, props: Record<string, unknown>, prev?: ResourceState) {
-  const name = nameOf(ctx, props)
+  const name = await nameOf(ctx, props, prev)
   const objects = refs(ctx, name)
   const password = (prev?.attributes.password as string | undefined) ?? randomBytes(18).toString('base64url')
   const dbLimit = Number(props.connection_limit ?? -1)
@@ -237,16 +303,15 @@ async function ensure(ctx: ResourceContext, props: Record<string, unknown>, prev
     if (records.every((r) => r === null)) {
       // No record: anything of that name on the server is not Kiln's. Refused before a claim is written.
       const found = await present(c, name)
-      if (found.database || found.role) {
-        throw new ResourceActionError(`${found.database ? 'database' : 'role'} ${name} already exists on the server and was not created by Kiln; choose another name`)
-      }
+      if (found.database || found.role) throw nameTaken(name)
     }
     const claim = await ctx.objects.claim(objects)
-    if (claim.outcome === 'refused' || claim.outcome === 'busy') {
-      throw new ResourceActionError(
-        claim.outcome === 'busy' ? `database ${name} is being deleted by an older version of this resource; try again once that is done` : `database ${name} belongs to another stack or resource`,
-      )
+    if (claim.outcome === 'refused') {
+      // Another project's is answered as an operator's would be: whose it is is not this project's to learn.
+      if (claim.owner.projectId !== ctx.projectId) throw nameTaken(name)
+      throw new ResourceActionError(`database ${name} belongs to resource ${claim.owner.resourceName} of stack ${claim.owner.stackId}`)
     }
+    if (claim.outcome === 'busy') throw new ResourceActionError(`database ${name} is being deleted by an older version of this resource; try again once that is done`)
     if (claim.outcome !== 'claimed') throw new ResourceActionError(`database ${name} could not be recorded (${claim.outcome})`)
     ctx.signal.throwIfAborted()
     await endLeftovers(c, name)
@@ -270,11 +335,12 @@ async function ensure(ctx: ResourceContext, props: Record<string, unknown>, prev
     const options = (await serverVersion(c)) >= 160000 ? ' WITH INHERIT FALSE, SET FALSE' : ''
     await c.query(`GRANT ${ident(TENANT_GROUP)} TO ${ident(name)}${options}`)
     if (!found.database && from) await restoreInto(ctx, c, name, from, dbLimit)
-    else if (!found.database) await c.query(`CREATE DATABASE ${ident(name)} OWNER ${ident(name)} CONNECTION LIMIT ${dbLimit}`)
-    // (Connections are allowed again if a snapshot that failed half-way left them off.)
-    else await c.query(`ALTER DATABASE ${ident(name)} WITH CONNECTION LIMIT ${dbLimit} ALLOW_CONNECTIONS true`)
-    // CREATE DATABASE grants CONNECT and TEMPORARY to PUBLIC, whatever the template says; the owner keeps its own.
-    await c.query(`REVOKE ALL ON DATABASE ${ident(name)} FROM PUBLIC`)
+    else if (!found.database) await createClosed(c, name, `OWNER ${ident(name)} CONNECTION LIMIT ${dbLimit}`)
+    else {
+      // PUBLIC out before connections are allowed again (a create that failed half-way, a snapshot, left them off).
+      await c.query(`REVOKE ALL ON DATABASE ${ident(name)} FROM PUBLIC`)
+      await c.query(`ALTER DATABASE ${ident(name)} WITH CONNECTION LIMIT ${dbLimit} ALLOW_CONNECTIONS true`)
+    }
     await ctx.objects.settle(objects)
   })
   return {
@@ -284,66 +350,133 @@ async function ensure(ctx: ResourceContext, props: Record<string, unknown>, prev
 }
 
 /** The database a row's object is: its physical id, or (a create that stored nothing) the name its properties give. */
-const storedName = (ctx: ResourceContext, state: ResourceState) => state.physicalId ?? (state.attributes.database as string | undefined) ?? nameOf(ctx, state.properties)
+const storedName = async (ctx: ResourceContext, state: ResourceState): Promise<string> => state.physicalId ?? (state.attributes.database as string | undefined) ?? nameOf(ctx, state.properties)
 
-/**
- * The database as the server has it (one catalog query): gone, or its
- * connection limit, and as problems whatever the create promised that no
- * longer holds (the role, its ownership, PUBLIC kept out).
- */
-async function observe(ctx: ResourceContext, state: ResourceState): Promise<Observation> {
-  const name = storedName(ctx, state)
-  return withClient(ctx, name, async (c) => {
-    const { rows } = await c.query<{ limit: number; owner: string; role: boolean; public_connect: boolean; allowed: boolean }>(
-      `SELECT d.datconnlimit AS limit, pg_get_userbyid(d.datdba) AS owner, d.datallowconn AS allowed,
-              EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1) AS role,
-              has_database_privilege('public', d.oid, 'CONNECT') AS public_connect
-         FROM pg_database d WHERE d.datname = $1`,
-      [name],
-    )
-    const db = rows[0]
-    // A half-dropped database is as good as gone: nothing can connect to it, and a create drops it and starts again.
-    if (!db || Number(db.limit) === INVALID_DB) return { state: 'gone' }
-    const problems: string[] = []
-    if (!db.role) problems.push(`the login role ${name} is missing`)
-    else if (db.owner !== name) problems.push(`the database is owned by ${db.owner}, not by its role ${name}`)
-    if (db.public_connect) problems.push('PUBLIC may connect to the database')
-    if (!db.allowed) problems.push('the database takes no connections (ALLOW_CONNECTIONS is off)')
-    return {
-      state: 'exists',
-      // `name` only when the row stores it (it has no default: the derived name is not a property).
-      properties: { ...(state.properties.name !== undefined ? { name } : {}), connection_limit: Number(db.limit) },
-      ...(problems.length ? { problems } : {}),
-    }
-  }, OBSERVER_TAG)
+/** A database's catalog row, as observe reads it. */
+interface CatalogRow {
+  name: string
+  limit: number
+  owner: string
+  role: boolean
+  public_connect: boolean
+  allowed: boolean
+}
+
+/** The catalog rows of the databases of these names that exist (one query, however many names). */
+async function catalogRows(c: pg.Client, names: string[]): Promise<Map<string, CatalogRow>> {
+  const { rows } = await c.query<CatalogRow>(
+    `SELECT d.datname AS name, d.datconnlimit AS limit, pg_get_userbyid(d.datdba) AS owner, d.datallowconn AS allowed,
+            EXISTS (SELECT 1 FROM pg_roles WHERE rolname = d.datname) AS role,
+            has_database_privilege('public', d.oid, 'CONNECT') AS public_connect
+       FROM pg_database d WHERE d.datname = ANY($1::text[])`,
+    [names],
+  )
+  return new Map(rows.map((r) => [r.name, r]))
 }
 
 /**
- * Adopt a database (external_id: its name) that Kiln made for this project
- * and that no live resource holds any more: kept by `deletion_policy: Retain`
- * or by an earlier adoption, its stack since deleted. A database without a
- * Kiln record is refused: on a shared server it may be anyone's (another
- * application's, another tenant's, Kiln's own). Kiln does not know the
- * adopted role's password: `password` and `url` stay null until an update
- * manages the database (external_id removed), which sets a new one.
+ * The database as its catalog row says: gone, or its connection limit, and
+ * as problems whatever the create promised that no longer holds (the role,
+ * its ownership, PUBLIC kept out). `named`: the row stores a `name` property.
  */
-async function adopt(ctx: ResourceContext, externalId: string, opts: { dryRun: boolean }): Promise<Adopted> {
-  const name = externalId
-  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(name)) throw new ResourceActionError(`external_id ${JSON.stringify(name)}: not a database name Kiln makes (lower-case letters, digits and _, at most 63)`)
-  const seen = await observe(ctx, { physicalId: name, properties: { name }, attributes: {}, data: {} })
-  if (seen.state === 'gone') throw new ResourceActionError(`external_id ${name}: there is no database of that name on the server`)
-  const [record] = await ctx.objects.find([refs(ctx, name)[0]!])
-  if (record?.snapshotOf) throw new ResourceActionError(`external_id ${name}: it is a snapshot of ${record.snapshotOf}; restore it into a new database with from_snapshot`)
-  const out = await ctx.objects.adopt(refs(ctx, name), { unrecorded: false, dryRun: opts.dryRun })
-  switch (out.outcome) {
-    case 'unrecorded':
-      throw new ResourceActionError(`database ${name} was not made by Kiln for this project (it has no Kiln record); only a database Kiln made and kept (deletion_policy: Retain) can be adopted`)
-    case 'refused':
-      throw new ResourceActionError(out.owner.projectId === ctx.projectId ? `database ${name} belongs to resource ${out.owner.resourceName} of stack ${out.owner.stackId}` : `database ${name} belongs to another project`)
-    case 'busy':
-      throw new ResourceActionError(`database ${name} is being acted on by an older version of this resource; try again once that is done`)
+function observation(name: string, db: CatalogRow | undefined, named: boolean): Observation {
+  // A half-dropped database is as good as gone: nothing can connect to it, and a create drops it and starts again.
+  if (!db || Number(db.limit) === INVALID_DB) return { state: 'gone' }
+  const problems: string[] = []
+  if (!db.role) problems.push(`the login role ${name} is missing`)
+  else if (db.owner !== name) problems.push(`the database is owned by ${db.owner}, not by its role ${name}`)
+  if (db.public_connect) problems.push('PUBLIC may connect to the database')
+  if (!db.allowed) problems.push('the database takes no connections (ALLOW_CONNECTIONS is off)')
+  return {
+    state: 'exists',
+    // `name` only when the row stores it (it has no default: the derived name is not a property).
+    properties: { ...(named ? { name } : {}), connection_limit: Number(db.limit) },
+    ...(problems.length ? { problems } : {}),
   }
-  return { physicalId: name, properties: seen.properties, attributes: { database: name, role: name, password: null, url: null } }
+}
+
+/** The database as the server has it (one catalog query). */
+async function observe(ctx: ResourceContext, state: ResourceState): Promise<Observation> {
+  const name = await storedName(ctx, state)
+  const rows = await withClient(ctx, name, (c) => catalogRows(c, [name]), OBSERVER_TAG)
+  return observation(name, rows.get(name), state.properties.name !== undefined)
+}
+
+/** What external_id may name: a database name Kiln's `name` property allows. */
+const ADOPTABLE_NAME = /^[a-z_][a-z0-9_]{0,62}$/
+
+/**
+ * The one answer for an external_id that names nothing this project may
+ * adopt: no such database, one without a Kiln record (an operator's, another
+ * application's), another project's, or another project's snapshot. Telling
+ * them apart would tell a tenant what other tenants have on the server.
+ */
+const notAdoptable = (name: string) =>
+  new ResourceActionError(`external_id ${name}: not found: there is no database of that name that this project can adopt (only one Kiln made for this project and kept, by deletion_policy: Retain or an earlier adoption, can be)`)
+
+/**
+ * The one answer for a `name` that is taken on the server by something that is
+ * not this project's (an operator's database or role, another project's).
+ */
+const nameTaken = (name: string) => new ResourceActionError(`database ${name}: the name is taken on the server by something this project does not own; choose another name`)
+
+/**
+ * Adopt databases (external_id: the name) that Kiln made for this project and
+ * that no live resource holds any more: kept by `deletion_policy: Retain` or
+ * by an earlier adoption, their stack since deleted. Anything else is
+ * notAdoptable, answered from Kiln's records before the server is asked:
+ * on a shared server a database without a record may be anyone's. Kiln does
+ * not know an adopted role's password: `password` and `url` stay null until an
+ * update manages the database (external_id removed), which sets a new one.
+ *
+ * Several at once (an import preview) cost one query of Kiln's records, one
+ * connection to the target server and one catalog query, and then the
+ * adoption's own check per item: never a connection per database.
+ */
+async function adoptMany(items: { ctx: ResourceContext; externalId: string }[], opts: { dryRun: boolean }): Promise<(Adopted | Error)[]> {
+  const first = items[0]?.ctx
+  if (!first) return []
+  const answers: (Adopted | Error | undefined)[] = items.map(({ externalId }) =>
+    ADOPTABLE_NAME.test(externalId) ? undefined : new ResourceActionError(`external_id ${JSON.stringify(externalId)}: not a database name Kiln makes (lower-case letters, digits and _, at most 63)`),
+  )
+  const open = () => items.flatMap((item, i) => (answers[i] === undefined ? [{ ...item, i }] : []))
+  const records = await first.objects.find(open().map(({ ctx, externalId }) => databaseRef(ctx, externalId)))
+  open().forEach(({ ctx, externalId, i }, k) => {
+    const record = records[k]
+    if (!record || record.projectId !== ctx.projectId) answers[i] = notAdoptable(externalId)
+    else if (record.snapshotOf) answers[i] = new ResourceActionError(`external_id ${externalId}: it is a snapshot of ${record.snapshotOf}; restore it into a new database with from_snapshot`)
+  })
+  const looked = open()
+  if (!looked.length) return answers as (Adopted | Error)[]
+  const rows = await withClient(first, looked[0]!.externalId, (c) => catalogRows(c, looked.map((l) => l.externalId)), OBSERVER_TAG)
+  for (const { ctx, externalId: name, i } of looked) {
+    const seen = observation(name, rows.get(name), true)
+    if (seen.state === 'gone') {
+      answers[i] = notAdoptable(name)
+      continue
+    }
+    const out = await ctx.objects.adopt(refs(ctx, name), { unrecorded: false, dryRun: opts.dryRun })
+    switch (out.outcome) {
+      case 'adopted':
+        answers[i] = { physicalId: name, properties: seen.properties, attributes: { database: name, role: name, password: null, url: null } }
+        break
+      case 'refused':
+        answers[i] = out.owner.projectId === ctx.projectId ? new ResourceActionError(`database ${name} belongs to resource ${out.owner.resourceName} of stack ${out.owner.stackId}`) : notAdoptable(name)
+        break
+      case 'busy':
+        answers[i] = new ResourceActionError(`database ${name} is being acted on by an older version of this resource; try again once that is done`)
+        break
+      case 'unrecorded':
+        answers[i] = notAdoptable(name)
+    }
+  }
+  return answers as (Adopted | Error)[]
+}
+
+async function adopt(ctx: ResourceContext, externalId: string, opts: { dryRun: boolean }): Promise<Adopted> {
+  const [answer] = await adoptMany([{ ctx, externalId }], opts)
+  if (answer instanceof Error) throw answer
+  return answer!
 }
 
 export const postgresDatabaseResource: ResourceType = {
@@ -352,7 +485,7 @@ export const postgresDatabaseResource: ResourceType = {
   properties: {
     name: {
       type: 'string',
-      description: 'Database (and role) name; default derived from the stack and resource names. A change replaces the database.',
+      description: 'Database (and role) name; default `kiln_` and a hash of the stack id and the resource name (every role on the server can list the names, so a default says nothing of the stack or the project). A change replaces the database.',
       constraints: [{ allowed_pattern: '[a-z_][a-z0-9_]*', description: 'lower-case letters, digits and _' }, { length: { max: 63 } }],
     },
     from_snapshot: {
@@ -379,7 +512,7 @@ export const postgresDatabaseResource: ResourceType = {
   update: (ctx, props, prev) => ensure(ctx, props, prev),
   async delete(ctx, state) {
     // A create that stored nothing deletes by the properties it started with (state.properties).
-    const name = storedName(ctx, state)
+    const name = await storedName(ctx, state)
     const mine = await ctx.objects.startDelete(refs(ctx, name))
     if (!mine.length) return // never recorded, gone, or a successor owns it now
     await withClient(ctx, name, async (c) => {
@@ -395,5 +528,6 @@ export const postgresDatabaseResource: ResourceType = {
   // keeping the password and the data (a replacement would set a new password on it).
   needsReplaceFailed: () => null,
   adopt,
+  adoptMany,
   snapshot,
 }
