@@ -63,6 +63,9 @@ BEGIN
   SELECT * INTO j FROM job WHERE id = p_job;
   IF NOT FOUND OR j.locked_by IS DISTINCT FROM p_worker THEN RETURN jsonb_build_object('outcome', 'gone'); END IF;
   SELECT * INTO s FROM stack WHERE id = j.stack_id FOR SHARE;
+  -- Read again under the stack row: a stop notice (kiln_abort_jobs) is written by a
+  -- transaction that holds the stack row alone, and may have committed while we waited for it.
+  SELECT * INTO j FROM job WHERE id = p_job;
   SELECT * INTO r FROM resource WHERE id = j.resource_id FOR UPDATE;
   IF NOT FOUND OR r.engine_id IS DISTINCT FROM p_worker THEN
     DELETE FROM job WHERE id = p_job;
@@ -137,6 +140,8 @@ BEGIN
     RETURN NULL;
   END IF;
   SELECT * INTO t FROM traversal WHERE id = j.traversal_id;
+  -- The stop notice as of now (kiln_begin_core read the job before it locked the stack row).
+  SELECT abort INTO j.abort FROM job WHERE id = j.id;
   UPDATE job SET parked_until = NULL, wake_key = NULL WHERE id = j.id AND (parked_until IS NOT NULL OR wake_key IS NOT NULL);
   UPDATE resource SET engine_id = p_worker, lease_expires_at = now() + p_lease_ms * interval '1 millisecond',
          atomic_key = atomic_key + 1, updated_at = now()
@@ -199,21 +204,20 @@ DECLARE
   v_reason text := coalesce(p_notice->>'reason', 'aborted');
   v_n int;
 BEGIN
-  UPDATE job SET abort = v_reason
-   WHERE stack_id = v_stack AND kind = 'check_resource' AND locked_by IS NOT NULL AND abort IS NULL
-     AND CASE v_mode
-           WHEN 'this' THEN traversal_id = v_trav
-           WHEN 'rows' THEN traversal_id IS DISTINCT FROM v_trav AND resource_id = ANY(v_rows)
-           ELSE traversal_id IS DISTINCT FROM v_trav
-         END;
-  UPDATE job SET parked_until = NULL, wake_key = NULL, abort = coalesce(abort, v_reason)
-   WHERE stack_id = v_stack AND park IS NOT NULL AND locked_by IS NULL
-     AND CASE v_mode
-           WHEN 'this' THEN traversal_id = v_trav
-           WHEN 'rows' THEN traversal_id IS DISTINCT FROM v_trav AND resource_id = ANY(v_rows)
-           ELSE traversal_id IS DISTINCT FROM v_trav
-         END;
-  GET DIAGNOSTICS v_n = ROW_COUNT;
+  -- One statement for both: a parked job a claim takes meanwhile is waited for and
+  -- still matches once claimed (two statements, one per kind, let it slip between them).
+  WITH stopped AS (
+    UPDATE job SET abort = coalesce(abort, v_reason),
+           parked_until = CASE WHEN locked_by IS NULL THEN NULL ELSE parked_until END,
+           wake_key = CASE WHEN locked_by IS NULL THEN NULL ELSE wake_key END
+     WHERE stack_id = v_stack AND kind = 'check_resource' AND (locked_by IS NOT NULL OR park IS NOT NULL)
+       AND CASE v_mode
+             WHEN 'this' THEN traversal_id = v_trav
+             WHEN 'rows' THEN traversal_id IS DISTINCT FROM v_trav AND resource_id = ANY(v_rows)
+             ELSE traversal_id IS DISTINCT FROM v_trav
+           END
+    RETURNING locked_by)
+  SELECT count(*) FILTER (WHERE locked_by IS NULL) INTO v_n FROM stopped;
   IF v_n > 0 THEN PERFORM pg_notify('kiln_jobs', ''); END IF;
   RETURN v_n;
 END $$;
