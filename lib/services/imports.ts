@@ -13,7 +13,7 @@
 import crypto from 'node:crypto'
 import { isDeepStrictEqual } from 'node:util'
 import type { Db } from '../db/client'
-import { adoptOutside, findOutside } from '../db/queries/outside-objects'
+import { adoptOutside, findOutside, inScopeOutside } from '../db/queries/outside-objects'
 import { heldRowData } from '../db/queries/resources'
 import { liveStackNamed } from '../db/queries/stacks'
 import { adoptionOf, externalIdRefusal } from '../engine/adoption'
@@ -100,6 +100,7 @@ export function createImportService(deps: ImportDeps) {
     const refuse = () => Promise.reject(new Error('an import preview writes nothing'))
     return {
       find: (refs) => findOutside(pool, refs),
+      inScope: (kind, scope) => inScopeOutside(pool, kind, scope),
       adopt: (refs, opts) => (opts.dryRun ? adoptOutside(pool, owner, refs, opts) : refuse()),
       claim: refuse,
       settle: refuse,
