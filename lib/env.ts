@@ -46,7 +46,11 @@ const EnvSchema = z.object({
   PORT: int(3000),
   /** Address the web server binds to (0.0.0.0: every interface). */
   HOST: z.string().trim().min(1).optional().default('127.0.0.1'),
-  /** Worker processes `npm start` launches. */
+  /**
+   * Worker processes `npm start` launches. Kiln also counts this many workers (each with its pool) in the
+   * connections it keeps for itself on the database server: where workers run on other machines too, set it
+   * to their total, on every process.
+   */
   WORKERS: int(2),
   /** Where the embedded PostgreSQL cluster, credentials and the workspace live. */
   KILN_DATA_DIR: z.string().trim().min(1).optional().default('.data'),

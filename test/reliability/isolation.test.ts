@@ -32,8 +32,8 @@ import { TestCluster } from '../helpers/cluster'
 import { testDatabase, type TestDatabase } from '../helpers/db'
 import { registeredRoutes, type RouteDef } from '../helpers/routes'
 
-/** Routes that name an output or a resource of the target stack name these unless told otherwise. */
-const DEFAULT_PARAMS: Record<string, string> = { key: 'out', resource: 'holder' }
+/** Routes that name an output, a resource or a snapshot of the target stack name these unless told otherwise. */
+const DEFAULT_PARAMS: Record<string, string> = { key: 'out', resource: 'holder', snapshot: 'kiln_no_snapshot' }
 
 const fill = (path: string, given: Record<string, string>) =>
   path.replace(/\{(\w+)\}/g, (_, k: string) => {

@@ -93,18 +93,19 @@ test('a snapshot a restore is copying is not deleted (409); once the restore is 
   const source = await create('a', database({ name: names.fresh() }, { deletion_policy: 'Snapshot' }))
   expect(source.state).toBe('CREATE_COMPLETE')
   expect((await remove('a', source.id)).state).toBe('DELETE_COMPLETE')
-  const [{ name: snap }] = (await api.call('GET', `/api/stacks/${source.id}/snapshots`)).body.snapshots as { name: string }[]
+  const snapshots = (await api.call('GET', `/api/stacks/${source.id}/snapshots`)).body.snapshots as { name: string }[]
+  expect(snapshots).toHaveLength(1)
+  const snap = snapshots[0]!.name
   // A gate: a lock on the snapshot's database, which its copy (CREATE DATABASE … TEMPLATE) waits for.
   const gate = new pg.Client({ connectionString: db.urlFor('postgres') })
   await gate.connect()
   await gate.query('BEGIN')
   await gate.query(`COMMENT ON DATABASE "${snap}" IS 'a test holds this lock'`)
   const restored = names.fresh()
-  let restore: { id: string } | null = null
+  const r = await api.call('POST', '/api/stacks', { body: { name: 'restore', template: database({ name: restored, from_snapshot: snap }) } })
+  const restore = { id: r.body?.stack?.id as string }
   try {
-    const r = await api.call('POST', '/api/stacks', { body: { name: 'restore', template: database({ name: restored, from_snapshot: snap }) } })
     expect(r.status, r.text).toBe(201)
-    restore = { id: r.body.stack.id }
     const copying = async () => (await admin.query(`SELECT 1 FROM pg_stat_activity WHERE query LIKE $1 AND wait_event_type = 'Lock'`, [`CREATE DATABASE "${restored}"%`])).rowCount === 1
     await c.waitFor(copying, 30_000, 'the restore to wait at the gate', 100)
     const busy = await api.call('DELETE', `/api/stacks/${source.id}/snapshots/${snap}`)
@@ -114,14 +115,14 @@ test('a snapshot a restore is copying is not deleted (409); once the restore is 
     await gate.query('ROLLBACK')
     await gate.end()
   }
-  expect(await c.settle(restore!.id)).toBe('CREATE_COMPLETE')
+  expect(await c.settle(restore.id)).toBe('CREATE_COMPLETE')
   expect((await api.call('DELETE', `/api/stacks/${source.id}/snapshots/${snap}`)).status).toBe(204)
   expect(await onServer(snap)).toEqual({ database: false, role: false })
   // The restored database is a copy of its own: its tenant still reads it.
-  const t = new pg.Client({ connectionString: await urlOf(restore!.id) })
+  const t = new pg.Client({ connectionString: await urlOf(restore.id) })
   await t.connect()
   await t.end()
-  expect((await remove('a', restore!.id)).state).toBe('DELETE_COMPLETE')
+  expect((await remove('a', restore.id)).state).toBe('DELETE_COMPLETE')
 })
 
 test("counts: a project's databases and snapshots stop at their quotas; snapshots are listed and deleted by their project only, which makes room", async () => {
