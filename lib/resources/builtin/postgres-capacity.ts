@@ -86,6 +86,32 @@ export async function inSessionSlot<T>(signal: AbortSignal, fn: () => Promise<T>
   }
 }
 
+/** Per project, the actions of this process that make its databases and snapshots take turns (see inProjectTurn). */
+const turns = new Map<string, { slots: Slots; users: number }>()
+
+/**
+ * Run `fn`, which takes the project's lock on the server, when it is this
+ * project's turn in this process. A project's creates, restores and snapshots
+ * run one at a time anyway (withProjectLock); waiting for that here, before a
+ * session slot is taken, keeps a project's queue to one slot of the process,
+ * so that it cannot hold every slot while its long copy runs elsewhere.
+ */
+export async function inProjectTurn<T>(projectId: string, signal: AbortSignal, fn: () => Promise<T>): Promise<T> {
+  let turn = turns.get(projectId)
+  if (!turn) turns.set(projectId, (turn = { slots: new Slots(1), users: 0 }))
+  turn.users++
+  try {
+    const release = await turn.slots.take(signal)
+    try {
+      return await fn()
+    } finally {
+      release()
+    }
+  } finally {
+    if (--turn.users === 0) turns.delete(projectId)
+  }
+}
+
 // Advisory lock classes on the target server (two-key locks; Kiln's own database uses 'KILN' and 'KOBJ').
 /** 'KTPR': one project's databases and snapshots are made one at a time. */
 const PROJECT_LOCK = 0x4b545052

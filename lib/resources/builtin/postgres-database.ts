@@ -40,7 +40,7 @@
 import { createHash, randomBytes } from 'node:crypto'
 import pg from 'pg'
 import { ResourceActionError, type Adopted, type Observation, type OutsideRef, type ResourceContext, type ResourceState, type ResourceType } from '../types'
-import { checkStorage, ifSnapshotFree, inSessionSlot, reserveConnections, tenantRoleLimit, whileRestoringFrom, whileTaking, withProjectLock } from './postgres-capacity'
+import { checkStorage, ifSnapshotFree, inProjectTurn, inSessionSlot, reserveConnections, tenantRoleLimit, whileRestoringFrom, whileTaking, withProjectLock } from './postgres-capacity'
 import { scramVerifier } from './scram'
 
 /** The group every tenant role belongs to (pg_hba.conf of the embedded cluster names it). */
@@ -152,11 +152,13 @@ export function snapshotName(name: string, resourceUuid: string): string {
 async function snapshot(ctx: ResourceContext, state: ResourceState): Promise<{ name: string } | null> {
   const name = storedName(ctx, state)
   const snap = snapshotName(name, ctx.resourceUuid)
-  return withClient(ctx, name, async (c) => {
-    await endLeftovers(c, name)
-    // Within the project's quotas, one copy of the project at a time; the snapshot is held (no delete) until it is recorded.
-    return withProjectLock(c, ctx.projectId, () => whileTaking(c, snap, () => takeSnapshot(ctx, c, name, snap)))
-  })
+  return inProjectTurn(ctx.projectId, ctx.signal, () =>
+    withClient(ctx, name, async (c) => {
+      await endLeftovers(c, name)
+      // Within the project's quotas, one copy of the project at a time; the snapshot is held (no delete) until it is recorded.
+      return withProjectLock(c, ctx.projectId, () => whileTaking(c, snap, () => takeSnapshot(ctx, c, name, snap)))
+    }),
+  )
 }
 
 async function takeSnapshot(ctx: ResourceContext, c: pg.Client, name: string, snap: string): Promise<{ name: string } | null> {
@@ -276,7 +278,7 @@ async function ensure(ctx: ResourceContext, props: Record<string, unknown>, prev
   const dbLimit = Number(props.connection_limit ?? -1)
   const roleLimit = tenantRoleLimit(ctx.config, dbLimit)
   const verifier = await scramVerifier(password)
-  await withClient(ctx, name, async (c) => {
+  await inProjectTurn(ctx.projectId, ctx.signal, () => withClient(ctx, name, async (c) => {
     const records = await ctx.objects.find(objects)
     if (records.every((r) => r === null)) {
       // No record: anything of that name on the server is not Kiln's. Refused before a claim is written.
@@ -326,7 +328,7 @@ async function ensure(ctx: ResourceContext, props: Record<string, unknown>, prev
     // The project's quotas are checked and its databases made one at a time; a restore holds its snapshot (no delete) while it copies.
     await withProjectLock(c, ctx.projectId, () => (restoring ? whileRestoringFrom(c, restoring, make) : make()))
     await ctx.objects.settle(objects)
-  })
+  }))
   return {
     physicalId: name,
     attributes: { database: name, role: name, password, url: urlFor(targetUrl(ctx), name, name, password) },
