@@ -201,11 +201,8 @@ async function deleteSnapshot(ctx: ResourceContext, snap: string): Promise<{ out
           if (err.code !== '2BP01') throw err
           return false
         })
-        // A restore that did not finish left objects of the snapshot's role in its database: the role stays, recorded.
-        if (!dropped) {
-          await ctx.objects.forget(mine.filter((r) => r.kind === 'pg_database'))
-          return `the snapshot ${snap} is dropped, but its role still owns objects in a database restored from it that did not finish; delete that database, then delete the snapshot again`
-        }
+        // A restore that did not finish left objects of the snapshot's role in its database: the records stay (deleting), for another try.
+        if (!dropped) return `the snapshot ${snap} is dropped, but its role still owns objects in a database restored from it that did not finish; delete that database, then delete the snapshot again`
       }
       await ctx.objects.forget(mine)
       return null
