@@ -4,7 +4,8 @@
  *   tested and reasoned about without a database, a web server or a UI;
  * - only lib/db talks to Kiln's own database (one place for its SQL, its
  *   transactions and its retries); a resource type that manages an outside
- *   PostgreSQL server (Kiln::Postgres::Database) may use `pg` for that server;
+ *   PostgreSQL server (Kiln::Postgres::Database, and its capacity checks) may
+ *   use `pg` for that server;
  * - the browser bundle (components/, app/) imports no server code;
  * - no import cycles.
  */
@@ -30,7 +31,7 @@ module.exports = {
       severity: 'error',
       comment: "Kiln's own database is reached only through lib/db (its queries and functions).",
       // bench/ is a measuring instrument: it reads PostgreSQL's own counters (transaction ids, pg_stat_statements).
-      from: { path: '^(lib|worker|app|components|server\\.ts|scripts)', pathNot: ['^lib/db/', '^lib/resources/builtin/postgres-database\\.ts$'] },
+      from: { path: '^(lib|worker|app|components|server\\.ts|scripts)', pathNot: ['^lib/db/', '^lib/resources/builtin/postgres-(database|capacity)\\.ts$'] },
       // Type-only imports too: a module that takes a pg.Pool to run its own SQL talks to the database.
       to: { path: ['^node_modules/(@types/)?pg/', '^node_modules/@prisma/', '^lib/db/generated/'] },
     },

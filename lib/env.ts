@@ -46,7 +46,11 @@ const EnvSchema = z.object({
   PORT: int(3000),
   /** Address the web server binds to (0.0.0.0: every interface). */
   HOST: z.string().trim().min(1).optional().default('127.0.0.1'),
-  /** Worker processes `npm start` launches. */
+  /**
+   * Worker processes `npm start` launches. Kiln also counts this many workers (each with its pool) in the
+   * connections it keeps for itself on the database server: where workers run on other machines too, set it
+   * to their total, on every process.
+   */
   WORKERS: int(2),
   /** Where the embedded PostgreSQL cluster, credentials and the workspace live. */
   KILN_DATA_DIR: z.string().trim().min(1).optional().default('.data'),
@@ -64,8 +68,25 @@ const EnvSchema = z.object({
   KILN_WORKSPACE_QUOTA_BYTES: int(64 * 1024 * 1024),
   /** Server on which `Kiln::Postgres::Database` creates databases and roles. Default: DATABASE_URL. */
   KILN_TARGET_DATABASE_URL: optionalUrl,
-  /** Connections each tenant login role made by `Kiln::Postgres::Database` may hold at once. */
+  /**
+   * Connections each tenant login role made by `Kiln::Postgres::Database` may hold at once (a database's
+   * `connection_limit`, when lower, lowers its role's too).
+   */
   KILN_TENANT_CONNECTION_LIMIT: int(20),
+  /**
+   * Connections one project's tenant roles may hold together (the sum of their limits), checked when a role
+   * is made or its limit raised. All projects together get what the target server has left beside Kiln's own.
+   */
+  KILN_PROJECT_CONNECTION_LIMIT: int(100),
+  /** `Kiln::Postgres::Database` databases one project may have on the target server (snapshots not counted). */
+  KILN_PROJECT_MAX_DATABASES: int(20),
+  /** Snapshots (deletion_policy: Snapshot) one project may keep on the target server. */
+  KILN_PROJECT_MAX_SNAPSHOTS: int(10),
+  /**
+   * Bytes one project's databases and snapshots may take together on the target server (default 1 GiB),
+   * checked against their sizes when a database is made or restored and when a snapshot is taken.
+   */
+  KILN_PROJECT_DATABASE_QUOTA_BYTES: int(1024 * 1024 * 1024),
   /** A resource lock's lease; a lock whose lease ran out (owner stopped heartbeating) is broken. */
   KILN_LEASE_MS: int(15_000),
   /** How often a worker renews its locks' leases; 0: a third of KILN_LEASE_MS (at least 200 ms). */

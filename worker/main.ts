@@ -15,7 +15,8 @@ import { createDb, type Db } from '../lib/db/client'
 import { withRetry } from '../lib/db/retry'
 import { applyMigrations } from '../lib/db/migrate'
 import { restrictDatabaseAccess } from '../lib/db/access'
-import { limitsFrom, typeConfigFrom } from '../lib/config'
+import { limitsFrom, targetIsOwnServer, typeConfigFrom, workerPoolSize } from '../lib/config'
+import { targetCapacityReport } from '../lib/resources/builtin/postgres-capacity'
 import { builtinTypes, createRegistry, stateOnlyTypeNames, typeCatalog } from '../lib/resources/registry'
 import { createStackService } from '../lib/services/stacks'
 import { WorkerRuntime } from './runtime'
@@ -65,17 +66,19 @@ async function main() {
     // Tenant logins (Kiln::Postgres::Database) must not reach Kiln's own database.
     const advice = await restrictDatabaseAccess(database.url)
     if (advice) log.warn(advice)
-    // At most 8 database calls at once per worker, however many actions run: actions hold no
-    // connection, and more concurrent engine steps only queue inside PostgreSQL on the stack's
-    // event-number lock (bench, layered-10000 create: 32.6 s with 20 connections, 20.7 s with 8).
-    const db = createDb(database.url, { max: Math.min(8, e.KILN_WORKER_CONCURRENCY + 4), application: 'kiln-worker', warm: true })
+    // What tenants' databases may take of the target server, and what an operator should change.
+    const typeConfig = typeConfigFrom(e, database.url)
+    const capacity = await targetCapacityReport(typeConfig, { ownServer: targetIsOwnServer(e, database.url) })
+    if (capacity.info) log.info(capacity.info)
+    for (const w of capacity.warnings) log.warn(w)
+    const db = createDb(database.url, { max: workerPoolSize(e), application: 'kiln-worker', warm: true })
     try {
       await db.ready
       const services = createStackService({ db, catalog: typeCatalog(registry), types: registry, limits: limitsFrom(e), defaultTimeoutMins: e.KILN_DEFAULT_TIMEOUT_MINS })
       const worker = new WorkerRuntime({
         db,
         types: registry,
-        typeConfig: typeConfigFrom(e, database.url),
+        typeConfig,
         services,
         log,
         concurrency: e.KILN_WORKER_CONCURRENCY,

@@ -7,6 +7,7 @@ import type { Registry } from '../resources/registry'
 import type { AccountService, Principal } from '../services/accounts'
 import type { PlanService } from '../services/plans'
 import type { ReadService } from '../services/reads'
+import type { SnapshotService } from '../services/snapshots'
 import type { ImportService } from '../services/imports'
 import type { StackService } from '../services/stacks'
 import type { Actor } from '../services/stacks'
@@ -21,6 +22,8 @@ export interface ApiDeps {
   /** Import previews per project (KILN_IMPORT_PREVIEWS_PER_MINUTE). */
   importPreviews: ProjectRateLimit
   reads: ReadService
+  /** The project's snapshots (deletion_policy: Snapshot): listed, and deleted on request. */
+  snapshots: SnapshotService
   accounts: AccountService
   registry: Registry
   log: Logger

@@ -179,6 +179,11 @@ export function kilnRoutes(d: ApiDeps, router: Router<Principal>, signals: Signa
     .add('POST', '/api/stacks/:stack/drift', async (c) => accepted(await d.stacks.drift(actorOf(c.principal), c.params.stack!)))
     .add('GET', '/api/stacks/:stack/drift', async (c) => json({ drift: await d.reads.drift(actorOf(c.principal), c.params.stack!) }))
     .add('GET', '/api/stacks/:stack/snapshots', async (c) => json({ snapshots: await d.reads.snapshots(actorOf(c.principal), c.params.stack!) }))
+    .add('DELETE', '/api/stacks/:stack/snapshots/:snapshot', async (c) => {
+      await d.snapshots.delete(actorOf(c.principal), c.params.stack!, snapshotName(c.params.snapshot!))
+      return json(null, 204)
+    })
+    .add('GET', '/api/snapshots', async (c) => json({ snapshots: await d.snapshots.list(actorOf(c.principal)) }))
     .add('POST', '/api/stacks/:stack/resources/:resource/signal', async (c) => {
       const stack = await d.reads.stackRow(actorOf(c.principal), c.params.stack!)
       const body = parse(SignalBody, await c.json())
@@ -272,6 +277,12 @@ function previewBody(raw: unknown) {
     for (const f of UPDATE_ONLY_FIELDS) if (f in raw) throw refused(f, UPDATE_ONLY_REASONS[f])
   }
   return parse(PreviewBody, raw)
+}
+
+/** A snapshot's name in a path (a PostgreSQL database name Kiln makes): anything else names none. */
+function snapshotName(v: string): string {
+  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(v)) throw new HttpError(404, 'not_found', `snapshot ${v.slice(0, 80)} not found`)
+  return v
 }
 
 function uuid(v: string, what: string): string {

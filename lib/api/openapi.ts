@@ -71,6 +71,11 @@ export function openApiDocument(): Record<string, unknown> {
     { method: 'post', path: '/api/import', summary: 'Adopt existing objects (resources with external_id) into a new stack (201), or into the project’s stack of that name (202)', body: s.ImportBody, ok: 201 },
     { method: 'post', path: '/api/stacks/{stack}/drift', summary: 'Start a drift check: every resource observed against what was stored (a traversal; the rows are not changed)', ok: 202 },
     { method: 'get', path: '/api/stacks/{stack}/snapshots', summary: 'Snapshots its resources kept when deleted (deletion_policy: Snapshot), also of a deleted stack (by id); restore one with from_snapshot', ok: 200 },
+    {
+      method: 'delete', path: '/api/stacks/{stack}/snapshots/{snapshot}', summary: 'Delete a snapshot the stack kept (also of a deleted stack, by id): its copy and role are dropped on the server', ok: 204, also: [409],
+      description: "It no longer counts against the project's quotas (KILN_PROJECT_MAX_SNAPSHOTS, KILN_PROJECT_DATABASE_QUOTA_BYTES). 404 for a snapshot the stack did not keep, or another project's; 409 while a database is being restored from it or it is being taken (nothing is deleted: try again once that is done).",
+    },
+    { method: 'get', path: '/api/snapshots', summary: "Every snapshot the project keeps, of its live and deleted stacks (name, the database it copies, stack, state, when taken)", ok: 200 },
     { method: 'get', path: '/api/stacks/{stack}/drift', summary: 'The latest drift check: per resource IN_SYNC, MODIFIED (with the changed properties), DELETED or NOT_CHECKED', ok: 200 },
     { method: 'get', path: '/api/stacks/{stack}/resources', summary: 'Resource rows with lock owner, lease and last traversal (all=1: deleted rows too)', query: ['all'], ok: 200 },
     { method: 'get', path: '/metrics', summary: 'Prometheus metrics of this web server and the database-wide gauges (admin tokens only)', ok: 200 },

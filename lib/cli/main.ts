@@ -2,6 +2,7 @@
  * `kiln`: the command-line client of Kiln's REST API.
  *
  *   kiln stack create|update|preview|plan|apply|plans|discard-plan|diff|import|cancel|delete|list|show|output|drift|events|watch|export-graph
+ *   kiln snapshot list|delete
  *   kiln template validate
  *
  * URL and token come from --url/--token or KILN_URL/KILN_TOKEN. `--wait` and
@@ -362,6 +363,24 @@ stack
     const body = await client().request<string>('GET', `/api/stacks/${encodeURIComponent(ref)}/traversals/${o.traversal}/graph?format=${o.format}`, undefined, true)
     if (o.output) fs.writeFileSync(o.output, body)
     else process.stdout.write(terminalSafe(body.endsWith('\n') ? body : body + '\n'))
+  })
+
+const snapshot = program.command('snapshot').description('snapshots of databases (deletion_policy: Snapshot)')
+
+snapshot
+  .command('list [stack]')
+  .description("list the snapshots the project keeps, or those a stack's resources kept (a deleted stack by its id)")
+  .action(async (ref: string | undefined) => {
+    const res = await client().get(ref ? `/api/stacks/${encodeURIComponent(ref)}/snapshots` : '/api/snapshots')
+    print(res.snapshots, () => table(res.snapshots, ref ? ['name', 'of', 'resource', 'state', 'takenAt'] : ['name', 'of', 'stackName', 'stackId', 'resource', 'state', 'takenAt']))
+  })
+
+snapshot
+  .command('delete <stack> <snapshot>')
+  .description('delete a snapshot a stack kept (a deleted stack by its id): it no longer counts against the project\'s quotas')
+  .action(async (ref, name) => {
+    await client().del(`/api/stacks/${encodeURIComponent(ref)}/snapshots/${encodeURIComponent(name)}`)
+    print({ deleted: name }, () => `snapshot ${name} deleted`)
   })
 
 program

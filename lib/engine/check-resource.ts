@@ -81,6 +81,7 @@ export function bindOutsideObjects(store: OutsideObjectStore, owner: OutsideOwne
   return {
     claim: (refs, opts) => store.claim(owner, refs, opts),
     find: (refs) => store.find(refs),
+    inScope: (kind, scope) => store.inScope(kind, scope),
     settle: (refs, size) => store.settle(owner, refs, size),
     startDelete: (refs) => store.startDelete(owner, refs),
     forget: (refs) => store.forget(owner, refs),

@@ -3,7 +3,7 @@
  * lib/db/store.ts (PostgreSQL); every method is one short transaction, and
  * none is held open across a resource action.
  */
-import type { AdoptOutcome, ClaimOutcome, OutsideOwner, OutsideRecord, OutsideRef, ResourceSignal, ResumedPark } from '../resources/types'
+import type { AdoptOutcome, ClaimOutcome, OutsideKind, OutsideOwner, OutsideRecord, OutsideRef, ResourceSignal, ResumedPark } from '../resources/types'
 import type { DriftState, PropertyChange } from './drift'
 import type { NodeKey, NodePayload, ResourceAction, ResourceStatus, StackAction, TraversalGraph } from './types'
 
@@ -188,6 +188,7 @@ export interface StoredTraversal {
 export interface OutsideObjectStore {
   claim(owner: OutsideOwner, refs: OutsideRef[], opts?: { sizeBytes?: number; quotaBytes?: number; snapshotOf?: string }): Promise<ClaimOutcome>
   find(refs: OutsideRef[]): Promise<(OutsideRecord | null)[]>
+  inScope(kind: OutsideKind, scope: string): Promise<OutsideRecord[]>
   settle(owner: OutsideOwner, refs: OutsideRef[], sizeBytes?: number): Promise<void>
   startDelete(owner: OutsideOwner, refs: OutsideRef[]): Promise<OutsideRef[]>
   forget(owner: OutsideOwner, refs: OutsideRef[]): Promise<void>

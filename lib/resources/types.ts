@@ -116,12 +116,34 @@ export interface ResourceTypeConfig {
   targetDatabaseUrl?: string
   /** Connections each tenant login role may hold at once (KILN_TENANT_CONNECTION_LIMIT; default DEFAULT_TENANT_CONNECTION_LIMIT). */
   tenantConnectionLimit?: number
+  /** What one project may take of the target server (the KILN_PROJECT_* settings; default DEFAULT_PROJECT_QUOTAS). */
+  projectQuotas?: ProjectQuotas
+  /**
+   * Connections Kiln itself may hold on the target server (its pools, listeners and the type's own
+   * sessions, when the target is Kiln's own server; only the type's sessions on a server of its own):
+   * left out of what tenants' roles may be given (lib/config.ts, kilnConnectionsOn).
+   */
+  kilnConnections?: number
   /** The URL clients reach Kiln at (KILN_PUBLIC_URL): where a wait condition handle is signalled. */
   publicUrl?: string
 }
 
 export const DEFAULT_WORKSPACE_QUOTA_BYTES = 64 * 1024 * 1024
 export const DEFAULT_TENANT_CONNECTION_LIMIT = 20
+
+/** Per project, on the target server of `Kiln::Postgres::Database`; each names the setting that changes it. */
+export interface ProjectQuotas {
+  /** KILN_PROJECT_CONNECTION_LIMIT: the sum of the connection limits of the project's tenant roles. */
+  connections: number
+  /** KILN_PROJECT_MAX_DATABASES */
+  databases: number
+  /** KILN_PROJECT_MAX_SNAPSHOTS */
+  snapshots: number
+  /** KILN_PROJECT_DATABASE_QUOTA_BYTES: its databases and snapshots together. */
+  bytes: number
+}
+
+export const DEFAULT_PROJECT_QUOTAS: ProjectQuotas = { connections: 100, databases: 20, snapshots: 10, bytes: 1024 * 1024 * 1024 }
 
 /** What an outside object is: a file (`scope`: project id), a database or a role (`scope`: the server). */
 export type OutsideKind = 'file' | 'pg_database' | 'pg_role'
@@ -198,6 +220,11 @@ export interface OutsideObjects {
   startDelete(refs: OutsideRef[]): Promise<OutsideRef[]>
   /** The objects are gone: drops this row's records. */
   forget(refs: OutsideRef[]): Promise<void>
+  /**
+   * Every record of `kind` on `scope` (the server, or a project's workspace),
+   * of every project: what a type's quotas and budgets add up. Read-only.
+   */
+  inScope(kind: OutsideKind, scope: string): Promise<OutsideRecord[]>
   /**
    * Adopt existing objects (a resource's `external_id`): record them as this
    * row's, all or none. An object with a record may be adopted only within
@@ -435,6 +462,13 @@ export interface ResourceType {
    * it made. Without it, deletion_policy Snapshot is refused for the type.
    */
   snapshot?(ctx: ResourceContext, state: ResourceState): Promise<{ name: string } | null>
+  /**
+   * Remove a snapshot `snapshot` made (`DELETE /api/stacks/{stack}/snapshots/{name}`,
+   * in the web process), and forget its records; `ctx` is bound to the row
+   * that took it. Answers `busy` (with the reason) when it cannot go now: a
+   * restore is copying it, or it is being taken.
+   */
+  deleteSnapshot?(ctx: ResourceContext, name: string): Promise<{ outcome: 'deleted' } | { outcome: 'busy'; reason: string }>
 }
 
 /** Thrown by `update` to ask the engine to replace the resource (Heat's UpdateReplace). */

@@ -5,7 +5,7 @@
  */
 import { env, type Env } from '../env'
 import { createDb, type Db } from '../db/client'
-import { limitsFrom, publicUrlFrom, typeConfigFrom } from '../config'
+import { limitsFrom, publicUrlFrom, typeConfigFrom, WEB_POOL_SIZE } from '../config'
 import { failedAttemptLimit, type FailedAttemptLimit } from '../auth/failed-attempts'
 import type { ClientInfo } from '../api/http'
 import { builtinTypes, createRegistry, typeCatalog } from '../resources/registry'
@@ -15,6 +15,7 @@ import { createLogger, type Logger } from '../logger'
 import { createAccountService, type AccountService } from '../services/accounts'
 import { createReadService, type ReadService } from '../services/reads'
 import { createImportService } from '../services/imports'
+import { createSnapshotService } from '../services/snapshots'
 import { createApi } from '../api'
 import type { ApiDeps } from '../api/deps'
 import { projectRateLimit } from '../api/project-rate'
@@ -43,7 +44,7 @@ export function appContext(): AppContext {
   if (g[KEY]) return g[KEY]
   const e = env()
   if (!e.DATABASE_URL) throw new Error('DATABASE_URL is not set (the launcher sets it for the web server)')
-  const db = createDb(e.DATABASE_URL, { max: 20, application: 'kiln-web' })
+  const db = createDb(e.DATABASE_URL, { max: WEB_POOL_SIZE, application: 'kiln-web' })
   const registry = createRegistry(builtinTypes())
   const log = createLogger({ level: e.KILN_LOG_LEVEL, format: e.KILN_LOG_FORMAT }).scope({ proc: 'web' })
   const stacks = createStackService({ db, catalog: typeCatalog(registry), types: registry, limits: limitsFrom(e), defaultTimeoutMins: e.KILN_DEFAULT_TIMEOUT_MINS })
@@ -53,9 +54,10 @@ export function appContext(): AppContext {
   const imports = createImportService({ db, catalog: typeCatalog(registry), types: registry, typeConfig: typeConfigFrom(e, e.DATABASE_URL), limits: limitsFrom(e), maxPreviewItems: e.KILN_MAX_IMPORT_PREVIEW_ITEMS, stacks, log })
   const importPreviews = projectRateLimit({ requests: e.KILN_IMPORT_PREVIEWS_PER_MINUTE, windowSeconds: 60 })
   const accounts = createAccountService(db)
+  const snapshots = createSnapshotService({ db, types: registry, typeConfig: typeConfigFrom(e, e.DATABASE_URL), reads, log })
   const failedAttempts = failedAttemptLimit({ perMinute: e.KILN_AUTH_FAILURES_PER_MINUTE, log })
   let publicUrl = publicUrlFrom(e, e.PORT)
-  const deps: ApiDeps = { db, stacks, plans, imports, importPreviews, reads, accounts, registry, log, failedAttempts, maxBodyBytes: e.KILN_MAX_BODY_BYTES, limits: limitsFrom(e), leaseMs: e.KILN_LEASE_MS, secureCookies: e.KILN_SECURE_COOKIES, publicUrl: () => publicUrl }
+  const deps: ApiDeps = { db, stacks, plans, imports, importPreviews, reads, snapshots, accounts, registry, log, failedAttempts, maxBodyBytes: e.KILN_MAX_BODY_BYTES, limits: limitsFrom(e), leaseMs: e.KILN_LEASE_MS, secureCookies: e.KILN_SECURE_COOKIES, publicUrl: () => publicUrl }
   // PORT=0 binds a port chosen by the system: the default public URL names the one bound.
   const listening = (port: number) => (publicUrl = publicUrlFrom(e, port))
   const ctx: AppContext = { env: e, db, registry, stacks, reads, accounts, log, api: createApi(deps), failedAttempts, listening }

@@ -20,13 +20,14 @@
 import crypto from 'node:crypto'
 import { isDeepStrictEqual } from 'node:util'
 import type { Db } from '../db/client'
-import { adoptOutside, findOutside } from '../db/queries/outside-objects'
+import { adoptOutside, findOutside, inScopeOutside } from '../db/queries/outside-objects'
 import { heldRowData } from '../db/queries/resources'
 import { liveStackNamed } from '../db/queries/stacks'
 import { adoptionOf, externalIdRefusal } from '../engine/adoption'
 import type { Logger } from '../logger'
 import { shownValue, validateProperties } from '../resources/schema'
 import { ResourceActionError, type Adopted, type OutsideObjects, type OutsideOwner, type ResourceContext, type ResourceType, type ResourceTypeConfig } from '../resources/types'
+import { outsideRun } from '../resources/outside-run'
 import type { TypeCatalog } from '../template/types'
 import { ConflictError, LimitError, ValidationError } from './errors'
 import { hiddenValues, MASK, redact, secretList, type Secrets } from './secrets'
@@ -109,6 +110,7 @@ export function createImportService(deps: ImportDeps) {
     const refuse = () => Promise.reject(new Error('an import preview writes nothing'))
     return {
       find: (refs) => findOutside(pool, refs),
+      inScope: (kind, scope) => inScopeOutside(pool, kind, scope),
       adopt: (refs, opts) => (opts.dryRun ? adoptOutside(pool, owner, refs, opts) : refuse()),
       claim: refuse,
       settle: refuse,
@@ -119,22 +121,16 @@ export function createImportService(deps: ImportDeps) {
 
   function context(actor: Actor, stack: { id: string; name: string }, resourceName: string, config: ResourceTypeConfig, signal: AbortSignal): ResourceContext {
     const owner = { projectId: actor.projectId, stackId: stack.id, resourceName, resourceUuid: crypto.randomUUID() }
-    const noSignals = () => Promise.reject(new Error('an import preview takes no signals'))
     return {
       ...owner,
+      ...outsideRun('an import preview'),
       stackName: stack.name,
       replacesUuid: null,
       physicalName: `${stack.name}-${resourceName}-preview`,
       signal,
-      progress: () => {},
       log: deps.log,
       config,
       objects: lookOnly(owner),
-      signals: { waitFor: noSignals, list: noSignals, clear: noSignals },
-      park: () => {
-        throw new Error('an import preview does not wait')
-      },
-      resumed: null,
     }
   }
 

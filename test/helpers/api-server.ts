@@ -21,6 +21,7 @@ import { createReadService } from '../../lib/services/reads'
 import { createPlanService } from '../../lib/services/plans'
 import { createStackService } from '../../lib/services/stacks'
 import { createImportService } from '../../lib/services/imports'
+import { createSnapshotService } from '../../lib/services/snapshots'
 import type { ResourceTypeConfig } from '../../lib/resources/types'
 import { attachRealtime } from '../../lib/server/realtime'
 import type { TestCluster } from './cluster'
@@ -89,13 +90,15 @@ export async function startApiServer(c: TestCluster, opts: ApiServerOptions = {}
   const failedAttempts = failedAttemptLimit({ perMinute: opts.authFailuresPerMinute ?? 1_000_000, log })
   const stacks = createStackService({ db, catalog: typeCatalog(registry), types: registry, limits, defaultTimeoutMins: 30 })
   const typeConfig = opts.typeConfig ?? { workspaceDir: c.workspace, targetDatabaseUrl: c.url }
+  const reads = createReadService(db, registry)
   const deps: ApiDeps = {
     db,
     stacks,
     plans: createPlanService({ db, catalog: typeCatalog(registry), types: registry, limits, ttlMs: opts.planTtlMs ?? 86_400_000 }, stacks),
     imports: createImportService({ db, catalog: typeCatalog(registry), types: registry, typeConfig, limits, maxPreviewItems: opts.maxImportPreviewItems ?? 100, stacks, log }),
     importPreviews: projectRateLimit({ requests: opts.importPreviewsPerWindow ?? 1_000_000, windowSeconds: 3600 }),
-    reads: createReadService(db, registry),
+    reads,
+    snapshots: createSnapshotService({ db, types: registry, typeConfig, reads, log }),
     accounts: createAccountService(db),
     registry,
     log,

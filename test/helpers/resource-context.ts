@@ -13,6 +13,7 @@ import { bindOutsideObjects } from '../../lib/engine/check-resource'
 import type { OutsideObjectStore } from '../../lib/engine/ports'
 import { silentLogger } from '../../lib/logger'
 import type { ResourceContext } from '../../lib/resources/types'
+import { outsideRun } from '../../lib/resources/outside-run'
 import { testDatabase, type TestDatabase } from './db'
 
 export interface OutsideRecords {
@@ -42,10 +43,6 @@ export const STACK_1 = '00000000-0000-4000-8000-000000000051'
 /** A context for row `resourceUuid` of resource `resourceName` (defaults: project A, stack 1, resource r, row …001). */
 export function resourceContext(records: Pick<OutsideRecords, 'store'>, over: Partial<Omit<ResourceContext, 'objects' | 'signals'>> = {}, signal = new AbortController().signal): ResourceContext {
   const base = {
-    park: () => {
-      throw new Error('this test context does not park')
-    },
-    resumed: null,
     projectId: PROJECT_A,
     stackId: STACK_1,
     stackName: 'st',
@@ -60,9 +57,8 @@ export function resourceContext(records: Pick<OutsideRecords, 'store'>, over: Pa
     ...over,
   }
   const owner = { projectId: base.projectId, stackId: base.stackId, resourceName: base.resourceName, resourceUuid: base.resourceUuid }
-  // Types tested this way take no signals; a wait condition is tested with real workers.
-  const noSignals = () => Promise.reject(new Error('this test context takes no signals'))
-  return { ...base, objects: bindOutsideObjects(records.store, owner), signals: { waitFor: noSignals, list: noSignals, clear: noSignals } }
+  // Types tested this way take no signals and do not park; a wait condition is tested with real workers.
+  return { ...outsideRun('this test context'), ...base, objects: bindOutsideObjects(records.store, owner) }
 }
 
 export const uuid = () => crypto.randomUUID()

@@ -93,7 +93,10 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   }
   const pg = await ownPostgres('chaos')
   const url = pg.url
-  const c = await TestCluster.start(url, { workers: o.workers, leaseMs: 1500, concurrency: 8, env: { KILN_LOG_LEVEL: 'error' } })
+  // One project plays every tenant here: its quotas are lifted, and each role's limit kept small, so that the
+  // server's connection budget holds the databases of every stack of a long run.
+  const quotas = { KILN_PROJECT_MAX_DATABASES: '1000', KILN_PROJECT_CONNECTION_LIMIT: '100000', KILN_TENANT_CONNECTION_LIMIT: '4' }
+  const c = await TestCluster.start(url, { workers: o.workers, leaseMs: 1500, concurrency: 8, env: { KILN_LOG_LEVEL: 'error', ...quotas } })
   const afterRestart = o.restartPostgres ? (o.stacksAfterRestart ?? Math.max(2, Math.ceil(o.stacks / 4))) : 0
   const report: ChaosReport = { stacks: o.stacks + 2 * afterRestart, stacksAfterRestart: 2 * afterRestart, operations: 0, rejected: 0, kills: 0, postgresRestarts: 0, recoveryMs: [], settleMs: 0, lateJobs: 0, violations: [] }
   let pgDown: Promise<void> | null = null

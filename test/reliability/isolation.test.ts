@@ -33,8 +33,8 @@ import { testDatabase, type TestDatabase } from '../helpers/db'
 import { registeredRoutes, type RouteDef } from '../helpers/routes'
 import { around, stackUrls, sweep } from '../helpers/secret-sweep'
 
-/** Routes that name an output or a resource of the target stack name these unless told otherwise. */
-const DEFAULT_PARAMS: Record<string, string> = { key: 'out', resource: 'holder' }
+/** Routes that name an output, a resource or a snapshot of the target stack name these unless told otherwise. */
+const DEFAULT_PARAMS: Record<string, string> = { key: 'out', resource: 'holder', snapshot: 'kiln_no_snapshot' }
 
 const fill = (path: string, given: Record<string, string>) =>
   path.replace(/\{(\w+)\}/g, (_, k: string) => {

@@ -5,7 +5,7 @@
  */
 import type pg from 'pg'
 import type { OutsideObjectStore } from '../../engine/ports'
-import type { AdoptOutcome, ClaimOutcome, OutsideOwner, OutsideRecord, OutsideRef } from '../../resources/types'
+import type { AdoptOutcome, ClaimOutcome, OutsideKind, OutsideOwner, OutsideRecord, OutsideRef } from '../../resources/types'
 import { withTransaction, type Queryable } from '../client'
 
 /** Advisory lock class of a project's workspace quota ('KOBJ'); events use 'KILN' (10_events.sql). */
@@ -192,6 +192,12 @@ export async function findOutside(db: Queryable, refs: OutsideRef[]): Promise<(O
   return refs.map((r) => found.find((f) => f.kind === r.kind && f.scope === r.scope && f.key === r.key) ?? null)
 }
 
+/** Every record of `kind` on `scope`, of every project (a type's quotas and budgets sum over them). */
+export async function inScopeOutside(db: Queryable, kind: OutsideKind, scope: string): Promise<OutsideRecord[]> {
+  const { rows } = await db.query(`SELECT * FROM outside_object WHERE kind = $1 AND scope = $2 ORDER BY key`, [kind, scope])
+  return (rows as Raw[]).map(toRecord)
+}
+
 export async function settleOutside(db: Queryable, owner: OutsideOwner, refs: OutsideRef[], sizeBytes?: number): Promise<void> {
   await db.query(
     `UPDATE outside_object SET state = 'present', size_bytes = coalesce($5, size_bytes), updated_at = now() WHERE ${REFS} AND resource_uuid = $4`,
@@ -217,6 +223,7 @@ export function outsideObjectStore(pool: pg.Pool, retry: <T>(what: string, fn: (
   return {
     claim: (owner, refs, opts) => retry('claim outside object', () => claimOutside(pool, owner, refs, opts)),
     find: (refs) => retry('find outside object', () => findOutside(pool, refs)),
+    inScope: (kind, scope) => retry('list outside objects', () => inScopeOutside(pool, kind, scope)),
     settle: (owner, refs, size) => retry('settle outside object', () => settleOutside(pool, owner, refs, size)),
     startDelete: (owner, refs) => retry('delete outside object', () => startDeleteOutside(pool, owner, refs)),
     forget: (owner, refs) => retry('forget outside object', () => forgetOutside(pool, owner, refs)),
@@ -226,6 +233,30 @@ export function outsideObjectStore(pool: pg.Pool, retry: <T>(what: string, fn: (
 
 /** A snapshot a resource of the stack kept when it was deleted (deletion_policy: Snapshot). */
 export type SnapshotRow = { key: string; snapshot_of: string; resource_name: string; state: string; created_at: Date }
+
+/** A snapshot of the project, with the stack it was kept by (that stack may be deleted since). */
+export type ProjectSnapshotRow = SnapshotRow & { stack_id: string; stack_name: string | null }
+
+/** Every snapshot the project keeps, on every server, oldest first. */
+export async function listProjectSnapshots(pool: pg.Pool, projectId: string): Promise<ProjectSnapshotRow[]> {
+  const { rows } = await pool.query<ProjectSnapshotRow>(
+    `SELECT o.key, o.snapshot_of, o.resource_name, o.state, o.created_at, o.stack_id, s.name AS stack_name
+       FROM outside_object o LEFT JOIN stack s ON s.id = o.stack_id
+      WHERE o.project_id = $1 AND o.kind = 'pg_database' AND o.snapshot_of IS NOT NULL ORDER BY o.created_at, o.key`,
+    [projectId],
+  )
+  return rows
+}
+
+/** The record of snapshot `key` kept by a resource of the stack, of the project; null when it has none of that name. */
+export async function findStackSnapshot(pool: pg.Pool, projectId: string, stackId: string, key: string): Promise<OutsideRecord | null> {
+  const { rows } = await pool.query(
+    `SELECT * FROM outside_object WHERE project_id = $1 AND stack_id = $2 AND key = $3 AND kind = 'pg_database' AND snapshot_of IS NOT NULL`,
+    [projectId, stackId, key],
+  )
+  const row = rows[0] as Raw | undefined
+  return row ? toRecord(row) : null
+}
 
 /** The stack's snapshots (of the project), oldest first. */
 export async function listSnapshots(pool: pg.Pool, projectId: string, stackId: string): Promise<SnapshotRow[]> {

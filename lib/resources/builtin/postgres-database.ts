@@ -14,7 +14,9 @@
  *     tenant's role, keeps CONNECT) before it takes a connection (createClosed);
  *     Kiln's own database is revoked from PUBLIC when a worker starts
  *     (lib/db/access.ts);
- *   - each tenant role has a connection limit (KILN_TENANT_CONNECTION_LIMIT),
+ *   - each tenant role has a connection limit (KILN_TENANT_CONNECTION_LIMIT,
+ *     or the database's connection_limit when lower), promised out of the
+ *     server's budget for tenants and its project's (./postgres-capacity.ts),
  *     NOINHERIT, no other attribute, and is a member of the group
  *     `kiln_tenants` (without inheriting or assuming it), which the embedded
  *     cluster's pg_hba.conf lets reach only the database named like the role
@@ -42,7 +44,8 @@
  */
 import { createHash, randomBytes } from 'node:crypto'
 import pg from 'pg'
-import { DEFAULT_TENANT_CONNECTION_LIMIT, ResourceActionError, type Adopted, type Observation, type OutsideRef, type ResourceContext, type ResourceState, type ResourceType } from '../types'
+import { ResourceActionError, type Adopted, type Observation, type OutsideRef, type ResourceContext, type ResourceState, type ResourceType } from '../types'
+import { checkStorage, ifSnapshotFree, inProjectTurn, inSessionSlot, reserveConnections, tenantRoleLimit, whileRestoringFrom, whileTaking, withProjectLock } from './postgres-capacity'
 import { scramVerifier } from './scram'
 
 /** The group every tenant role belongs to (pg_hba.conf of the embedded cluster names it). */
@@ -113,7 +116,12 @@ const tagFor = (name: string) => `kiln-pg-${createHash('sha256').update(name).di
  */
 const OBSERVER_TAG = 'kiln-pg-observe'
 
-async function withClient<T>(ctx: ResourceContext, name: string, fn: (c: pg.Client) => Promise<T>, tag = tagFor(name), db?: string): Promise<T> {
+/** A session on the target server, in one of the process's slots there (Kiln's sessions are bounded: postgres-capacity.ts). */
+function withClient<T>(ctx: ResourceContext, name: string, fn: (c: pg.Client) => Promise<T>, tag = tagFor(name), db?: string): Promise<T> {
+  return inSessionSlot(ctx.signal, () => session(ctx, fn, tag, db))
+}
+
+async function session<T>(ctx: ResourceContext, fn: (c: pg.Client) => Promise<T>, tag: string, db?: string): Promise<T> {
   const url = new URL(targetUrl(ctx))
   if (db !== undefined) url.pathname = `/${db}`
   ctx.signal.throwIfAborted()
@@ -176,27 +184,62 @@ export function snapshotName(name: string, resourceUuid: string): string {
 async function snapshot(ctx: ResourceContext, state: ResourceState): Promise<{ name: string } | null> {
   const name = await storedName(ctx, state)
   const snap = snapshotName(name, ctx.resourceUuid)
+  return inProjectTurn(ctx.projectId, ctx.signal, () =>
+    withClient(ctx, name, async (c) => {
+      await endLeftovers(c, name)
+      // Within the project's quotas, one copy of the project at a time; the snapshot is held (no delete) until it is recorded.
+      return withProjectLock(c, ctx.projectId, () => whileTaking(c, snap, () => takeSnapshot(ctx, c, name, snap)))
+    }),
+  )
+}
+
+async function takeSnapshot(ctx: ResourceContext, c: pg.Client, name: string, snap: string): Promise<{ name: string } | null> {
   const snapRefs = refs(ctx, snap)
-  return withClient(ctx, name, async (c) => {
-    await endLeftovers(c, name)
-    const [records, here, source] = [await ctx.objects.find(snapRefs), await present(c, snap), await present(c, name)]
-    if (records.every((r) => r === null) && (here.database || here.role)) throw new ResourceActionError(`${snap} already exists on the server and was not created by Kiln: no snapshot of ${name} was taken`)
-    if (!source.database && !here.database) return null // nothing left to copy
-    if (source.invalid && !here.database) {
-      throw new ResourceActionError(`database ${name} was left half-dropped by an earlier attempt: its data cannot be copied, so no snapshot can be taken (deletion_policy Delete drops it)`)
-    }
-    const claim = await ctx.objects.claim(snapRefs, { snapshotOf: name })
-    if (claim.outcome !== 'claimed') throw new ResourceActionError(`the snapshot ${snap} could not be recorded (${claim.outcome})`)
-    if (!here.role) await c.query(`CREATE ROLE ${ident(snap)} NOLOGIN NOINHERIT`)
-    if (!here.database) {
-      // A template copy needs the source to have no other session: the tenant's are ended, and no new one may start.
-      await c.query(`ALTER DATABASE ${ident(name)} WITH ALLOW_CONNECTIONS false`)
-      await c.query(`SELECT ${await terminator(c)} FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()`, [name])
-      await createClosed(c, snap, `TEMPLATE ${ident(name)} OWNER ${ident(snap)}`)
-    }
-    if (source.role) await inDatabase(ctx, snap, name, (d) => d.query(`REASSIGN OWNED BY ${ident(name)} TO ${ident(snap)}; DROP OWNED BY ${ident(name)}`))
-    await ctx.objects.settle(snapRefs)
-    return { name: snap }
+  const [records, here, source] = [await ctx.objects.find(snapRefs), await present(c, snap), await present(c, name)]
+  if (records.every((r) => r === null) && (here.database || here.role)) throw new ResourceActionError(`${snap} already exists on the server and was not created by Kiln: no snapshot of ${name} was taken`)
+  if (!source.database && !here.database) return null // nothing left to copy
+  if (source.invalid && !here.database) {
+    throw new ResourceActionError(`database ${name} was left half-dropped by an earlier attempt: its data cannot be copied, so no snapshot can be taken (deletion_policy Delete drops it)`)
+  }
+  if (!here.database) await checkStorage(ctx, c, snapRefs[0]!.scope, { adding: 'snapshot', name: snap, of: name })
+  const claim = await ctx.objects.claim(snapRefs, { snapshotOf: name })
+  if (claim.outcome !== 'claimed') throw new ResourceActionError(`the snapshot ${snap} could not be recorded (${claim.outcome})`)
+  if (!here.role) await c.query(`CREATE ROLE ${ident(snap)} NOLOGIN NOINHERIT`)
+  if (!here.database) {
+    // A template copy needs the source to have no other session: the tenant's are ended, and no new one may start.
+    await c.query(`ALTER DATABASE ${ident(name)} WITH ALLOW_CONNECTIONS false`)
+    await c.query(`SELECT ${await terminator(c)} FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()`, [name])
+    await createClosed(c, snap, `TEMPLATE ${ident(name)} OWNER ${ident(snap)}`)
+  }
+  if (source.role) await inDatabase(ctx, snap, name, (d) => d.query(`REASSIGN OWNED BY ${ident(name)} TO ${ident(snap)}; DROP OWNED BY ${ident(name)}`))
+  await ctx.objects.settle(snapRefs)
+  return { name: snap }
+}
+
+/**
+ * Drop a kept snapshot and its role (DELETE /api/stacks/{stack}/snapshots/{name}),
+ * then forget their records. Busy while a restore copies it or it is being
+ * taken: those hold it (postgres-capacity.ts), and a delete never waits.
+ */
+async function deleteSnapshot(ctx: ResourceContext, snap: string): Promise<{ outcome: 'deleted' } | { outcome: 'busy'; reason: string }> {
+  const snapRefs = refs(ctx, snap)
+  return withClient(ctx, snap, async (c) => {
+    const done = await ifSnapshotFree(c, snap, async () => {
+      const mine = await ctx.objects.startDelete(snapRefs)
+      if (mine.some((r) => r.kind === 'pg_database')) await c.query(`DROP DATABASE IF EXISTS ${ident(snap)} WITH (FORCE)`)
+      if (mine.some((r) => r.kind === 'pg_role')) {
+        const dropped = await c.query(`DROP ROLE IF EXISTS ${ident(snap)}`).then(() => true, (err: { code?: string }) => {
+          if (err.code !== '2BP01') throw err
+          return false
+        })
+        // A restore that did not finish left objects of the snapshot's role in its database: the records stay (deleting), for another try.
+        if (!dropped) return `the snapshot ${snap} is dropped, but its role still owns objects in a database restored from it that did not finish; delete that database, then delete the snapshot again`
+      }
+      await ctx.objects.forget(mine)
+      return null
+    })
+    if (!done.got) return { outcome: 'busy', reason: `the snapshot ${snap} is being restored into a database or taken right now; try again once that is done` }
+    return done.value === null ? { outcome: 'deleted' } : { outcome: 'busy', reason: done.value }
   })
 }
 
@@ -296,9 +339,9 @@ async function ensure(ctx: ResourceContext, props: Record<string, unknown>, prev
   const objects = refs(ctx, name)
   const password = (prev?.attributes.password as string | undefined) ?? randomBytes(18).toString('base64url')
   const dbLimit = Number(props.connection_limit ?? -1)
-  const roleLimit = ctx.config.tenantConnectionLimit ?? DEFAULT_TENANT_CONNECTION_LIMIT
+  const roleLimit = tenantRoleLimit(ctx.config, dbLimit)
   const verifier = await scramVerifier(password)
-  await withClient(ctx, name, async (c) => {
+  await inProjectTurn(ctx.projectId, ctx.signal, () => withClient(ctx, name, async (c) => {
     const records = await ctx.objects.find(objects)
     if (records.every((r) => r === null)) {
       // No record: anything of that name on the server is not Kiln's. Refused before a claim is written.
@@ -323,26 +366,32 @@ async function ensure(ctx: ResourceContext, props: Record<string, unknown>, prev
       found.database = false
     }
     const from = typeof props.from_snapshot === 'string' ? props.from_snapshot : undefined
-    if (from && !found.database) await snapshotToRestore(ctx, c, from)
     // Taken over from the row a replacement replaces: it exists, and was not made from the snapshot.
     if (from && found.database && !prev && ctx.replacesUuid) {
       throw new ResourceActionError(`from_snapshot: database ${name} exists already (this resource's, before the replacement); restore the snapshot into a database of another name`)
     }
     await ensureGroup(c)
-    const attrs = `LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT NOREPLICATION NOBYPASSRLS CONNECTION LIMIT ${roleLimit} PASSWORD ${literal(verifier)}`
-    await c.query(`${found.role ? 'ALTER' : 'CREATE'} ROLE ${ident(name)} WITH ${attrs}`)
-    // PostgreSQL 16+ can say so per membership: the role neither inherits the group's privileges nor may SET ROLE to it.
-    const options = (await serverVersion(c)) >= 160000 ? ' WITH INHERIT FALSE, SET FALSE' : ''
-    await c.query(`GRANT ${ident(TENANT_GROUP)} TO ${ident(name)}${options}`)
-    if (!found.database && from) await restoreInto(ctx, c, name, from, dbLimit)
-    else if (!found.database) await createClosed(c, name, `OWNER ${ident(name)} CONNECTION LIMIT ${dbLimit}`)
-    else {
-      // PUBLIC out before connections are allowed again (a create that failed half-way, a snapshot, left them off).
-      await c.query(`REVOKE ALL ON DATABASE ${ident(name)} FROM PUBLIC`)
-      await c.query(`ALTER DATABASE ${ident(name)} WITH CONNECTION LIMIT ${dbLimit} ALLOW_CONNECTIONS true`)
+    const restoring = from && !found.database ? from : undefined
+    const make = async () => {
+      if (restoring) await snapshotToRestore(ctx, c, restoring)
+      if (!found.database) await checkStorage(ctx, c, objects[0]!.scope, { adding: 'database', name, ...(restoring ? { from: restoring } : {}) })
+      const attrs = `LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT NOREPLICATION NOBYPASSRLS CONNECTION LIMIT ${roleLimit} PASSWORD ${literal(verifier)}`
+      await reserveConnections(ctx, c, objects[0]!.scope, name, roleLimit, () => c.query(`${found.role ? 'ALTER' : 'CREATE'} ROLE ${ident(name)} WITH ${attrs}`))
+      // PostgreSQL 16+ can say so per membership: the role neither inherits the group's privileges nor may SET ROLE to it.
+      const options = (await serverVersion(c)) >= 160000 ? ' WITH INHERIT FALSE, SET FALSE' : ''
+      await c.query(`GRANT ${ident(TENANT_GROUP)} TO ${ident(name)}${options}`)
+      if (restoring) await restoreInto(ctx, c, name, restoring, dbLimit)
+      else if (!found.database) await createClosed(c, name, `OWNER ${ident(name)} CONNECTION LIMIT ${dbLimit}`)
+      else {
+        // PUBLIC out before connections are allowed again (a create that failed half-way, a snapshot, left them off).
+        await c.query(`REVOKE ALL ON DATABASE ${ident(name)} FROM PUBLIC`)
+        await c.query(`ALTER DATABASE ${ident(name)} WITH CONNECTION LIMIT ${dbLimit} ALLOW_CONNECTIONS true`)
+      }
     }
+    // The project's quotas are checked and its databases made one at a time; a restore holds its snapshot (no delete) while it copies.
+    await withProjectLock(c, ctx.projectId, () => (restoring ? whileRestoringFrom(c, restoring, make) : make()))
     await ctx.objects.settle(objects)
-  })
+  }))
   return {
     physicalId: name,
     attributes: { database: name, role: name, password, url: urlFor(targetUrl(ctx), name, name, password) },
@@ -499,12 +548,14 @@ export const postgresDatabaseResource: ResourceType = {
       updateAllowed: true,
       // PostgreSQL holds the limit in an int4.
       constraints: [{ range: { min: -1, max: 2147483647 } }],
-      description: 'Maximum concurrent connections to the database (-1: no limit of its own; the role has KILN_TENANT_CONNECTION_LIMIT).',
+      description:
+        "Maximum concurrent connections to the database (-1: no limit of its own). The role's limit is KILN_TENANT_CONNECTION_LIMIT, or this when lower: it is what the database counts against the project's and the server's connection budgets.",
     },
   },
   attributes: {
-    database: { description: 'Database name.', type: 'string' },
-    role: { description: 'Login role that owns the database.', type: 'string' },
+    // Named by `name` only (or by the row, when it has none): a hidden connection_limit says nothing of them.
+    database: { description: 'Database name.', type: 'string', derivedFrom: ['name'] },
+    role: { description: 'Login role that owns the database.', type: 'string', derivedFrom: ['name'] },
     password: { description: "The role's password.", type: 'string', secret: true },
     url: { description: 'Connection URL for the role (contains the password).', type: 'string', secret: true },
   },
@@ -530,4 +581,5 @@ export const postgresDatabaseResource: ResourceType = {
   adopt,
   adoptMany,
   snapshot,
+  deleteSnapshot,
 }
