@@ -59,9 +59,10 @@ const files = (n: number) => ({
 
 test('a preview of 100 databases looks at all of them through one connection to the target server', async () => {
   // Twelve databases the project kept (deletion_policy Retain): each is looked at on the server.
+  // (One connection each: twelve at the default limit would pass the project's connection budget.)
   const kept = Array.from({ length: 12 }, () => names.fresh())
   const made = await api.call('POST', '/api/stacks', {
-    body: { name: 'keeper', template: { heat_template_version: V, resources: Object.fromEntries(kept.map((n) => [n, { type: 'Kiln::Postgres::Database', properties: { name: n }, deletion_policy: 'Retain' }])) } },
+    body: { name: 'keeper', template: { heat_template_version: V, resources: Object.fromEntries(kept.map((n) => [n, { type: 'Kiln::Postgres::Database', properties: { name: n, connection_limit: 1 }, deletion_policy: 'Retain' }])) } },
   })
   expect(made.status, made.text).toBe(201)
   expect(await c.settle(made.body.stack.id, 120_000)).toBe('CREATE_COMPLETE')
