@@ -1,5 +1,5 @@
 /**
- * `npm run bench:fairness [-- --runs 7] [--flood 5000] [--waits 140] [--workers 2] [--concurrency 64] [--json]`
+ * `npm run bench:fairness [-- --runs 7] [--flood 5000] [--waits 140] [--workers 2] [--concurrency 64] [--give-up 120] [--json]`
  *
  * How long project A's one-resource create takes while project B floods the
  * installation, against the same create on an idle one. Real worker
@@ -41,6 +41,8 @@ interface Args {
   workers: number
   concurrency: number
   json: boolean
+  /** a create not done after this many seconds counts as this many (a version whose waits hold every slot never finishes it) */
+  giveUpS: number
 }
 
 function parseArgs(argv: string[]): Args {
@@ -48,7 +50,7 @@ function parseArgs(argv: string[]): Args {
     const i = argv.indexOf(flag)
     return i >= 0 ? Number(argv[i + 1]) : def
   }
-  return { runs: get('--runs', 7), flood: get('--flood', 5000), waits: get('--waits', 140), workers: get('--workers', 2), concurrency: get('--concurrency', 64), json: argv.includes('--json') }
+  return { runs: get('--runs', 7), flood: get('--flood', 5000), waits: get('--waits', 140), workers: get('--workers', 2), concurrency: get('--concurrency', 64), json: argv.includes('--json'), giveUpS: get('--give-up', 120) }
 }
 
 const HOT = 'heat_template_version: 2018-08-31'
@@ -134,9 +136,16 @@ async function main() {
     settled.set(op.traversalId!, resolve)
     const { rows } = await db.pool.query('SELECT status FROM stack WHERE id = $1', [op.stack.id])
     if (rows[0].status !== 'IN_PROGRESS') resolve(rows[0].status)
-    const status = await done
+    // Timer reason: a create that never ends (every slot held) is counted as --give-up seconds.
+    let giveUp: NodeJS.Timeout | undefined
+    const status = await Promise.race([done, new Promise<string>((r) => (giveUp = setTimeout(() => r('GIVEN_UP'), args.giveUpS * 1000)))])
+    clearTimeout(giveUp)
     const s = (performance.now() - t0) / 1000
     settled.delete(op.traversalId!)
+    if (status === 'GIVEN_UP') {
+      console.warn(`A's create was not done after ${args.giveUpS} s`)
+      return s
+    }
     if (!/COMPLETE/.test(status)) throw new Error(`A's create ended ${status}`)
     await services.delete(a, op.stack.id)
     return s
@@ -149,8 +158,9 @@ async function main() {
     while ((await ready(b.projectId)) < args.flood / 5) await new Promise((r) => setTimeout(r, 20)) // Timer reason: the flood's jobs are being queued.
   }
   const endFloods = async () => {
-    for (const id of floods.splice(0)) await services.delete(b, id)
-    while (Number((await db.pool.query(`SELECT count(*) AS n FROM stack WHERE project_id = $1 AND status = 'IN_PROGRESS'`, [b.projectId])).rows[0].n) > 0) await new Promise((r) => setTimeout(r, 200)) // Timer reason: the deletes run.
+    const ids = floods.splice(0)
+    for (const id of ids) await services.delete(b, id)
+    while (Number((await db.pool.query(`SELECT count(*) AS n FROM stack WHERE id = ANY($1) AND status = 'IN_PROGRESS'`, [ids])).rows[0].n) > 0) await new Promise((r) => setTimeout(r, 200)) // Timer reason: the deletes run.
   }
   /** A's creates while B's flood (`template`) keeps at least a fifth of its nodes ready. */
   const underFlood = async (template: string | null): Promise<number[]> => {
