@@ -21,12 +21,9 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import crypto from 'node:crypto'
-import path from 'node:path'
 import pg from 'pg'
 import { childEnv, env } from '../lib/env'
-import { startEmbeddedPostgres } from '../lib/db/embedded'
-import { ensureDatabase } from '../lib/db/bootstrap'
-import { applyMigrations } from '../lib/db/migrate'
+import { benchDatabase } from './database'
 import { createDb } from '../lib/db/client'
 import { builtinTypes, createRegistry, typeCatalog } from '../lib/resources/registry'
 import { createStackService, type Actor } from '../lib/services/stacks'
@@ -86,17 +83,7 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 async function main() {
   const args = parseArgs(process.argv.slice(2))
   const e = env()
-  let url = e.DATABASE_URL
-  let stopPg = async () => {}
-  if (!url) {
-    const cluster = await startEmbeddedPostgres({ dataDir: path.join(e.KILN_DATA_DIR, 'bench-fair-pg') })
-    await ensureDatabase(cluster.adminUrl, 'kiln_bench')
-    url = cluster.databaseUrl('kiln_bench')
-    stopPg = async () => {
-      if (cluster.startedHere) await cluster.stop()
-    }
-  }
-  await applyMigrations(url)
+  const { url, stop: stopPg } = await benchDatabase(e, { dir: 'bench-fair-pg', database: 'kiln_bench' })
   const db = createDb(url, { max: 4 })
   await db.pool.query(`TRUNCATE stack, project, worker, job, event_watch CASCADE`)
   const project = async (name: string): Promise<Actor> => {

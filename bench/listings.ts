@@ -12,15 +12,12 @@
  * (its stacks and projects are emptied first!).
  */
 import crypto from 'node:crypto'
-import path from 'node:path'
 import { createDb, type Db } from '../lib/db/client'
-import { ensureDatabase } from '../lib/db/bootstrap'
-import { startEmbeddedPostgres } from '../lib/db/embedded'
-import { applyMigrations } from '../lib/db/migrate'
 import { eventsPage } from '../lib/db/queries/events'
 import { listResources } from '../lib/db/queries/resources'
 import { listStacks } from '../lib/db/queries/stacks'
 import { env } from '../lib/env'
+import { benchDatabase } from './database'
 import { alternatives } from './listings-alternatives'
 
 const RESOURCES = 1000
@@ -77,17 +74,7 @@ async function main() {
   const runsArg = process.argv.indexOf('--runs')
   const runs = runsArg > 0 ? Number(process.argv[runsArg + 1]) : 200
   const e = env()
-  let url = e.DATABASE_URL
-  let stopPg = async () => {}
-  if (!url) {
-    const cluster = await startEmbeddedPostgres({ dataDir: path.join(e.KILN_DATA_DIR, 'bench-listings-pg') })
-    await ensureDatabase(cluster.adminUrl, 'kiln_bench_listings')
-    url = cluster.databaseUrl('kiln_bench_listings')
-    stopPg = async () => {
-      if (cluster.startedHere) await cluster.stop()
-    }
-  }
-  await applyMigrations(url)
+  const { url, stop: stopPg } = await benchDatabase(e, { dir: 'bench-listings-pg', database: 'kiln_bench_listings' })
   const db = createDb(url, { max: 2 })
   try {
     const { projectId, stackId } = await seed(db)

@@ -27,12 +27,9 @@
  * phase, the statements and functions that took the database's time.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
-import path from 'node:path'
 import pg from 'pg'
 import { childEnv, env } from '../lib/env'
-import { startEmbeddedPostgres } from '../lib/db/embedded'
-import { ensureDatabase } from '../lib/db/bootstrap'
-import { applyMigrations } from '../lib/db/migrate'
+import { benchDatabase } from './database'
 import { createDb } from '../lib/db/client'
 import { ALL_STACKS, HARNESS_WATCH_MS, watchStackEvents } from '../lib/db/queries/watch'
 import { builtinTypes, createRegistry, typeCatalog } from '../lib/resources/registry'
@@ -120,21 +117,12 @@ interface Row {
 async function main() {
   const args = parseArgs(process.argv.slice(2))
   const e = env()
-  let url = e.DATABASE_URL
-  let stopPg = async () => {}
-  if (!url) {
-    const cluster = await startEmbeddedPostgres(
-      args.profile
-        ? { dataDir: path.join(e.KILN_DATA_DIR, 'bench-profile-pg'), settings: { ...PROFILE_SETTINGS, ...args.pgSettings } }
-        : { dataDir: path.join(e.KILN_DATA_DIR, 'bench-pg'), settings: args.pgSettings },
-    )
-    await ensureDatabase(cluster.adminUrl, 'kiln_bench')
-    url = cluster.databaseUrl('kiln_bench')
-    stopPg = async () => {
-      if (cluster.startedHere) await cluster.stop()
-    }
-  }
-  await applyMigrations(url)
+  const { url, stop: stopPg } = await benchDatabase(
+    e,
+    args.profile
+      ? { dir: 'bench-profile-pg', database: 'kiln_bench', settings: { ...PROFILE_SETTINGS, ...args.pgSettings } }
+      : { dir: 'bench-pg', database: 'kiln_bench', settings: args.pgSettings },
+  )
   const db = createDb(url, { max: 4 })
   if (args.profile) await db.pool.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements')
   await db.pool.query(`TRUNCATE stack, project, worker, job, event_watch CASCADE`)

@@ -30,14 +30,11 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import os from 'node:os'
-import path from 'node:path'
 import type { Browser, BrowserContext, CDPSession, Page } from 'playwright-core'
 import { io, type Socket } from 'socket.io-client'
 import { childEnv, env } from '../lib/env'
+import { benchDatabase } from './database'
 import { createLogger } from '../lib/logger'
-import { startEmbeddedPostgres } from '../lib/db/embedded'
-import { ensureDatabase } from '../lib/db/bootstrap'
-import { applyMigrations } from '../lib/db/migrate'
 import { createDb } from '../lib/db/client'
 import { createToken } from '../lib/auth/tokens'
 import type { StackEventMessage } from '../lib/realtime/contracts'
@@ -227,17 +224,7 @@ async function main() {
   const chromium = findChromium()
   if (!chromium) throw new Error("no Chromium found (install Debian's chromium package or set KILN_CHROMIUM_PATH)")
 
-  let url = e.DATABASE_URL
-  let stopPg = async () => {}
-  if (!url) {
-    const cluster = await startEmbeddedPostgres({ dataDir: path.join(e.KILN_DATA_DIR, 'bench-ui-pg') })
-    await ensureDatabase(cluster.adminUrl, 'kiln_bench_ui')
-    url = cluster.databaseUrl('kiln_bench_ui')
-    stopPg = async () => {
-      if (cluster.startedHere) await cluster.stop()
-    }
-  }
-  await applyMigrations(url)
+  const { url, stop: stopPg } = await benchDatabase(e, { dir: 'bench-ui-pg', database: 'kiln_bench_ui' })
   const db = createDb(url, { max: 2 })
   await db.pool.query(`TRUNCATE stack, project, worker, job, event_watch CASCADE`)
   const { rows } = await db.pool.query(`INSERT INTO project (name) VALUES ('bench-ui') RETURNING id`)

@@ -93,7 +93,7 @@ BEGIN
     END LOOP;
   END LOOP;
   -- A project stopped by its cap with ready jobs left.
-  FOR v_i IN 1 .. v_n LOOP
+  FOR v_i IN 1 .. CASE WHEN p_cap IS NULL THEN 0 ELSE v_n END LOOP
     IF v_open[v_i] AND v_left[v_i] <= 0 AND EXISTS (
         SELECT 1 FROM job WHERE (project_id, id) > (v_projects[v_i], v_last[v_i]) AND project_id = v_projects[v_i]
                             AND locked_by IS NULL AND parked_until IS NULL) THEN
