@@ -238,6 +238,7 @@ export class WorkerRuntime {
         m.sweeperActions.inc({ action: 'requeued' }, report.requeued)
         m.sweeperActions.inc({ action: 'released' }, report.released)
         m.sweeperActions.inc({ action: 'timed_out' }, report.timedOut)
+        m.sweeperActions.inc({ action: 'woken' }, report.woken)
         if (report.broken || report.requeued || report.released || report.timedOut) {
           this.stats.swept++
           this.log.warn('sweeper repaired stacks', { ...report })

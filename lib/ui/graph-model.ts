@@ -310,8 +310,9 @@ export function applyEvents(m: GraphModel, events: EventRow[], types?: ReadonlyM
     if (typeof d.satisfied === 'number') n.satisfied = d.satisfied
     if (typeof d.required === 'number') n.required = d.required
     // A parked node still holds its row, but no worker acts on it until it is woken.
-    n.parkedUntil = d.lock === 'parked' && typeof d.until === 'string' ? d.until : d.lock === 'parked' ? n.parkedUntil : null
-    if (d.lock === 'parked') n.worker = null
+    const parked = d.lock === 'parked'
+    n.parkedUntil = !parked ? null : typeof d.until === 'string' ? d.until : n.parkedUntil
+    if (parked) n.worker = null
     else if (s === 'running' || s === 'deleting') {
       if (typeof d.worker === 'string') n.worker = n.lastWorker = d.worker
       if (typeof d.lease_expires_at === 'string') n.leaseExpiresAt = d.lease_expires_at

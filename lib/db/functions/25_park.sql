@@ -53,6 +53,7 @@ DECLARE
   j job%ROWTYPE;
   s stack%ROWTYPE;
   r resource%ROWTYPE;
+  t traversal%ROWTYPE;
   v_key text := p_park->>'wake_key';
   v_seq bigint;
   v_action text := p_park->>'action';
@@ -73,15 +74,16 @@ BEGIN
   END IF;
   IF j.abort IS NOT NULL THEN RETURN jsonb_build_object('outcome', 'aborted', 'reason', j.abort); END IF;
   -- A failing traversal stops its parked nodes (kiln_maybe_finish_failed): one about to park stops now.
-  IF s.current_traversal_id = j.traversal_id AND (SELECT failure_reason FROM traversal WHERE id = j.traversal_id) IS NOT NULL THEN
-    RETURN jsonb_build_object('outcome', 'aborted', 'reason', 'the stack is failing: ' || (SELECT failure_reason FROM traversal WHERE id = j.traversal_id));
+  SELECT * INTO t FROM traversal WHERE id = j.traversal_id;
+  IF s.current_traversal_id = j.traversal_id AND t.failure_reason IS NOT NULL THEN
+    RETURN jsonb_build_object('outcome', 'aborted', 'reason', 'the stack is failing: ' || t.failure_reason);
   END IF;
   IF v_key IS NOT NULL THEN
     INSERT INTO wake (key) VALUES (v_key) ON CONFLICT (key) DO NOTHING;
     SELECT seq INTO v_seq FROM wake WHERE key = v_key FOR UPDATE;
     IF v_seq <> coalesce((p_park->>'seen')::bigint, 0) THEN RETURN jsonb_build_object('outcome', 'again'); END IF;
   END IF;
-  v_until := least((p_park->>'until')::timestamptz, (SELECT deadline FROM traversal WHERE id = j.traversal_id));
+  v_until := least((p_park->>'until')::timestamptz, t.deadline);
   v_node := jsonb_build_object('rid', coalesce(j.graph_key_id, j.resource_id), 'update', j.is_update);
 
   IF p_park ? 'in_progress_event' THEN
