@@ -1,14 +1,47 @@
 /**
- * Import boundaries (`npm run lint`). What each rule protects:
- * - the convergence logic and the template language are pure: they can be
- *   tested and reasoned about without a database, a web server or a UI;
+ * Import boundaries (`npm run lint`), drawn in docs/design/layers.md. Most
+ * rules are `reachable` rules: they hold by any path through the module
+ * graph, not only for direct imports. What each rule protects:
+ * - the pure layers (template language, engine, plan, resource model) can be
+ *   tested and reasoned about without a database, a thread pool, a web server
+ *   or a UI;
+ * - lib/evaluation runs only pure code on its threads;
+ * - lib/db and lib/services never reach the layers above them;
  * - only lib/db talks to Kiln's own database (one place for its SQL, its
  *   transactions and its retries); a resource type that manages an outside
  *   PostgreSQL server (Kiln::Postgres::Database, and its capacity checks) may
  *   use `pg` for that server;
  * - the browser bundle (components/, app/) imports no server code;
- * - no import cycles.
+ * - no import cycles. test/lint/boundaries.test.ts plants violations and
+ *   checks that these rules catch them.
  */
+/**
+ * The pure layers (see docs/design/layers.md): they can be tested and reasoned
+ * about without a database, a thread pool, a web server or a UI.
+ */
+const PURE = ['^lib/(template|engine|plan)/', '^lib/resources/(types|schema|secrets|catalog|replace-rules)\\.ts$']
+/** What does I/O or runs above the pure layers. */
+const IMPURE = [
+  '^lib/(db|api|services|server|realtime|cli|evaluation|auth|metrics|ui)/',
+  '^lib/resources/(builtin/|registry\\.ts$|outside-run\\.ts$)',
+  '^lib/(config|env)\\.ts$',
+  '^components/',
+  '^app/',
+  '^worker/',
+  '^node_modules/(pg|@prisma|socket\\.io|next|tinypool)/',
+]
+
+/** What lib/evaluation may not reach: it may use a thread pool and read its settings, nothing else that does I/O. */
+const ABOVE_EVALUATION = [
+  '^lib/(db|api|services|server|realtime|cli|auth|metrics|ui)/',
+  '^lib/resources/(builtin/|registry\\.ts$|outside-run\\.ts$)',
+  '^lib/config\\.ts$',
+  '^components/',
+  '^app/',
+  '^worker/',
+  '^node_modules/(pg|@prisma|socket\\.io|next)/',
+]
+
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
   forbidden: [
@@ -20,11 +53,34 @@ module.exports = {
       to: { circular: true },
     },
     {
-      name: 'engine-and-template-are-pure',
+      name: 'pure-layers-stay-pure',
       severity: 'error',
-      comment: 'lib/engine and lib/template import nothing from the database, the API, the services, the server or the UI.',
-      from: { path: '^lib/(engine|template)/' },
-      to: { path: ['^lib/(db|api|services|server|realtime|cli)/', '^components/', '^app/', '^worker/', '^node_modules/(pg|@prisma|socket\\.io|next)/'] },
+      comment:
+        'The template language, the engine, the plan (checks, preview, diffs, masking, errors) and the resource model ' +
+        'reach nothing that does I/O, by any path: no database, thread pool, services, server, UI, resource implementation or driver.',
+      from: { path: PURE },
+      to: { path: IMPURE, reachable: true },
+    },
+    {
+      name: 'evaluation-reaches-only-pure-layers',
+      severity: 'error',
+      comment: 'lib/evaluation runs the pure layers on threads; it reaches no database, service, server or resource implementation by any path.',
+      from: { path: '^lib/evaluation/' },
+      to: { path: ABOVE_EVALUATION, reachable: true },
+    },
+    {
+      name: 'database-layer-reaches-no-service',
+      severity: 'error',
+      comment: 'lib/db serves the layers above it (services, worker): it reaches no service, API, server or thread pool by any path.',
+      from: { path: '^lib/db/' },
+      to: { path: ['^lib/(services|api|server|realtime|evaluation|cli)/', '^worker/', '^components/', '^app/'], reachable: true },
+    },
+    {
+      name: 'services-reach-no-transport',
+      severity: 'error',
+      comment: 'lib/services are the use cases: the HTTP API, the Socket.IO server and the CLI call them, never the other way.',
+      from: { path: '^lib/services/' },
+      to: { path: ['^lib/(api|server|realtime|cli)/', '^worker/', '^components/', '^app/'], reachable: true },
     },
     {
       name: 'only-lib-db-talks-to-the-database',

@@ -5,7 +5,7 @@
  * the outputs and conditions that change.
  */
 import type { ReactNode } from 'react'
-import type { OutputChange, PreviewAction, PreviewItem, PreviewResult, PropertyChange, ValueChange } from '../lib/services/preview-types'
+import type { OutputChange, PreviewAction, PreviewItem, PreviewResult, PropertyChange, ValueChange } from '../lib/plan/preview-types'
 
 export type { PreviewItem, PreviewResult }
 

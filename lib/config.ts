@@ -4,7 +4,7 @@
  */
 import path from 'node:path'
 import type { Env } from './env'
-import type { Limits } from './services/templates'
+import type { Limits } from './plan/template-check'
 import { TARGET_SESSIONS_PER_PROCESS } from './resources/builtin/postgres-capacity'
 import type { ResourceTypeConfig } from './resources/types'
 

@@ -28,6 +28,7 @@ import { heartbeat, nextSweepAt, pruneEvents, registerWorker, setWorkerState, sw
 import { createStore } from '../lib/db/store'
 import type { ClaimedJob } from '../lib/engine/ports'
 import { TraversalCache } from '../lib/engine/traversal-context'
+import { boundedEvaluator } from '../lib/evaluation/bounded'
 import type { Logger } from '../lib/logger'
 import type { ResourceType, ResourceTypeConfig } from '../lib/resources/types'
 import type { StackService } from '../lib/services/stacks'
@@ -116,7 +117,8 @@ export class WorkerRuntime {
       services: opts.services,
       node: {
         store,
-        traversals: new TraversalCache(store),
+        traversals: new TraversalCache(store, boundedEvaluator),
+        evaluator: boundedEvaluator,
         types: opts.types,
         typeConfig: opts.typeConfig,
         signals: this.aborts,

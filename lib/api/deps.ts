@@ -11,7 +11,7 @@ import type { SnapshotService } from '../services/snapshots'
 import type { ImportService } from '../services/imports'
 import type { StackService } from '../services/stacks'
 import type { Actor } from '../services/stacks'
-import type { Limits } from '../services/templates'
+import type { Limits } from '../plan/template-check'
 
 export interface ApiDeps {
   db: Db

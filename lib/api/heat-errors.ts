@@ -4,7 +4,7 @@
  * type, traceback}}`, where `title` and `explanation` are webob's for the
  * status and heatclient shows `error.message`.
  */
-import { DomainError } from '../services/errors'
+import { DomainError } from '../plan/errors'
 import { HttpError, INTERNAL_MESSAGE, json } from './http'
 
 /** Per status: webob's title and explanation (Heat's fault middleware sends both) and the error type Kiln reports. */

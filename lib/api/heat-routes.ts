@@ -8,7 +8,7 @@
  */
 import { describeType } from '../resources/registry'
 import type { Principal } from '../services/accounts'
-import { NotFoundError } from '../services/errors'
+import { NotFoundError } from '../plan/errors'
 import type { PreviewItem } from '../services/preview'
 import { MASK } from '../services/reads'
 import { actorOf, type ApiDeps } from './deps'

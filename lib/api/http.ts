@@ -7,7 +7,7 @@
  * and answered as a generic 500 without details).
  */
 import { z } from 'zod'
-import { DomainError, LimitError, ValidationError } from '../services/errors'
+import { DomainError, LimitError, ValidationError } from '../plan/errors'
 
 export class HttpError extends Error {
   constructor(

@@ -11,7 +11,7 @@
  * Every response carries the security headers; every /v1 error is Heat's body.
  */
 import type { Principal } from '../services/accounts'
-import { LimitError } from '../services/errors'
+import { LimitError } from '../plan/errors'
 import { API_SECURITY_HEADERS } from '../server/security-headers'
 import type { ApiDeps } from './deps'
 import { heatError } from './heat-errors'

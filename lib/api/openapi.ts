@@ -4,7 +4,7 @@
  * so the document cannot drift from the code.
  */
 import { z } from 'zod'
-import { PreviewResultSchema } from '../services/preview-types'
+import { PreviewResultSchema } from '../plan/preview-types'
 import * as s from './schemas'
 
 interface Op {

@@ -14,7 +14,7 @@
  * depends on what this update does reads `(known after apply)`.
  * Plain text; the caller makes it terminal-safe.
  */
-import type { OutputChange, PreviewItem, PreviewResult, PropertyChange, ValueChange } from '../services/preview-types'
+import type { OutputChange, PreviewItem, PreviewResult, PropertyChange, ValueChange } from '../plan/preview-types'
 import type { ParameterChange, VersionDiff } from '../services/versions'
 
 const SIGN: Record<PreviewItem['action'], string> = { create: '+', update: '~', replace: '-/+', delete: '-', unchanged: ' ' }

@@ -18,14 +18,13 @@ import type { OutsideObjects, OutsideOwner, ResourceContext, ResourceState, Reso
 import { ParkAction, ReplaceRequired, ResourceActionError, type ParkWait } from '../resources/types'
 import { changedProperties, needsReplacement, validateProperties } from '../resources/schema'
 import { addSecretValues, secretsOfType, withAttributeForms } from '../resources/secrets'
-import { propertiesOf } from '../evaluation/bounded'
 import { storedForms } from '../template'
 import { createsAgain, decideCleanup, decideNode, type SeenObject } from './decide'
 import { NodeSecrets } from './node-secrets'
 import { adoptionOf, definitionFingerprint, externalIdRefusal, withoutAdoption } from './adoption'
 import { boundedChanges, compareObserved, describeDrift, type DriftFinding } from './drift'
 import { park, signalWaiter } from './park'
-import type { ActionOutcome, BeginResult, ClaimedJob, ConvergenceStore, FinishRequest, HeadStart, NodeScope, OutsideObjectStore, ResourceRow } from './ports'
+import type { ActionOutcome, BeginResult, ClaimedJob, ConvergenceStore, FinishRequest, HeadStart, NodeScope, OutsideObjectStore, ResourceRow, TemplateEvaluator } from './ports'
 import type { TraversalCache, TraversalContext } from './traversal-context'
 import type { NodePayload, ResourceAction } from './types'
 import { nodeId, parseNodeId } from './types'
@@ -38,6 +37,8 @@ export interface ActionSignals {
 export interface NodeRunnerDeps {
   store: ConvergenceStore
   traversals: TraversalCache
+  /** Resolves a node's properties, bounded (lib/evaluation/bounded.ts in a worker). */
+  evaluator: Pick<TemplateEvaluator, 'propertiesOf'>
   types: { get(name: string): ResourceType | undefined }
   typeConfig: ResourceTypeConfig
   signals: ActionSignals
@@ -323,7 +324,7 @@ class NodeRun {
       // Within a small allowance on this thread, else on an evaluation thread under the full budget;
       // a spent budget fails this node with the budget's name (BudgetExceeded's message).
       const inputs = this.begun.inputs.map((p) => ({ ...p, secretAttributes: secretsOfType(this.deps.types.get(this.ctx!.definition!.resources[p.name]?.type ?? '')).attributes }))
-      const { properties: resolved, secretForms } = await propertiesOf(this.ctx!.definition!, this.row.name, inputs)
+      const { properties: resolved, secretForms } = await this.deps.evaluator.propertiesOf(this.ctx!.definition!, this.row.name, inputs)
       this.secrets.learn(secretForms)
       const checked = validateProperties(type.properties, resolved, { acceptUnknown: type.acceptsAnyProperties === true })
       if (checked.issues.length) {

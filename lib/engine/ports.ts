@@ -5,6 +5,8 @@
  */
 import type { AdoptOutcome, ClaimOutcome, OutsideKind, OutsideOwner, OutsideRecord, OutsideRef, ResourceSignal, ResumedPark } from '../resources/types'
 import type { DriftState, PropertyChange } from './drift'
+import type { SecretAwareProperties } from '../template/resolve'
+import type { PortableDefinition, ResourceValues, StoredTemplate } from '../template/types'
 import type { NodeKey, NodePayload, ResourceAction, ResourceStatus, StackAction, TraversalGraph } from './types'
 
 export type JobKind = 'check_resource' | 'rollback'
@@ -240,4 +242,17 @@ export interface ConvergenceStore {
   loadTraversal(traversalId: string): Promise<StoredTraversal | null>
   objects: OutsideObjectStore
   signals: SignalStore
+}
+
+/**
+ * Evaluating a tenant's template, bounded in work and time. The real one is
+ * lib/evaluation/bounded.ts: it runs a small evaluation on the calling thread
+ * and a large one on an evaluation thread. A port, so that the engine needs no
+ * thread pool and a test can evaluate in-process.
+ */
+export interface TemplateEvaluator {
+  /** A stored template's definition (it was checked when submitted). */
+  definitionOf(stored: StoredTemplate): Promise<PortableDefinition>
+  /** A resource's properties with the values of the resources it reads, and the secret forms they carry. */
+  propertiesOf(def: Pick<PortableDefinition, 'resources' | 'secretForms'>, name: string, inputs: ResourceValues[]): Promise<SecretAwareProperties>
 }

@@ -4,10 +4,9 @@
  * change, so this is computed once per traversal per worker (not once per
  * node, as Heat re-parses the template for every message).
  */
-import { definitionOf } from '../evaluation/bounded'
 import type { PortableDefinition } from '../template/types'
 import { indexGraph } from './graph'
-import type { ConvergenceStore, StoredTraversal } from './ports'
+import type { ConvergenceStore, StoredTraversal, TemplateEvaluator } from './ports'
 import type { GraphIndex, NodeId } from './types'
 
 export interface TraversalContext {
@@ -24,7 +23,7 @@ export interface TraversalContext {
  * thread under the full budget: a worker's event loop never runs more of a
  * tenant's template than that.
  */
-export async function buildTraversalContext(stored: StoredTraversal): Promise<TraversalContext> {
+export async function buildTraversalContext(stored: StoredTraversal, evaluator: Pick<TemplateEvaluator, 'definitionOf'>): Promise<TraversalContext> {
   let definition: PortableDefinition | null = null
   let definitionError: string | null = null
   try {
@@ -34,7 +33,7 @@ export async function buildTraversalContext(stored: StoredTraversal): Promise<Tr
     // The store sends the text only where nothing parsed was stored (delete and
     // rollback-to-nothing store `{}`): it decides, this reads whichever came.
     const { source, parsed, environment, parameters } = stored.template
-    definition = await definitionOf({ source, parsed, environment, parameters, stackName: stored.stackName, stackId: stored.stackId, projectId: stored.projectId })
+    definition = await evaluator.definitionOf({ source, parsed, environment, parameters, stackName: stored.stackName, stackId: stored.stackId, projectId: stored.projectId })
   } catch (err) {
     definitionError = err instanceof Error ? err.message : String(err)
   }
@@ -47,6 +46,7 @@ export class TraversalCache {
 
   constructor(
     private readonly store: Pick<ConvergenceStore, 'loadTraversal'>,
+    private readonly evaluator: Pick<TemplateEvaluator, 'definitionOf'>,
     private readonly capacity = 32,
   ) {}
 
@@ -57,7 +57,7 @@ export class TraversalCache {
       this.entries.set(traversalId, hit)
       return hit
     }
-    const loading = this.store.loadTraversal(traversalId).then((t) => (t ? buildTraversalContext(t) : null))
+    const loading = this.store.loadTraversal(traversalId).then((t) => (t ? buildTraversalContext(t, this.evaluator) : null))
     loading.catch(() => this.entries.delete(traversalId))
     this.entries.set(traversalId, loading)
     while (this.entries.size > this.capacity) this.entries.delete(this.entries.keys().next().value!)

@@ -89,3 +89,25 @@ export interface NodePayload {
   /** The secret forms the row's properties carry (an attribute that passes one on is secret too). */
   secretForms?: string[]
 }
+
+/** What a traversal is started from, read off the checked template. */
+export interface TraversalPlan {
+  /** Resource names of the target template, in the order new rows are inserted. */
+  names: string[]
+  types: Record<string, string>
+  dependsOn: Record<string, string[]>
+  /** Resources with external_id (adopted, never created): the checks an update makes before it starts. */
+  external?: Record<string, ExternalPlan>
+  /** definitionFingerprint per resource, when asked for (a preempting update compares two templates). */
+  fingerprints?: Record<string, string>
+}
+
+export interface ExternalPlan {
+  externalId: string
+  /** definitionFingerprint (lib/engine/adoption.ts) of the resource's definition. */
+  fingerprint: string
+  /** The properties whose values are known when the template is checked (an import preview compares them). */
+  known: Record<string, unknown>
+  /** The properties whose values wait for another resource (not compared). */
+  deferred: string[]
+}

@@ -12,13 +12,14 @@
  * the node (or the output) with it. The calling thread never runs more than
  * its allowance of a tenant's template.
  */
+import type { TemplateEvaluator } from '../engine/ports'
 import { knownSecrets, resolveOutputs, resolveSecretAware, type ResolvedOutput, type SecretAwareProperties } from '../template'
 import { Budget, BudgetExceeded, countNodes } from '../template/budget'
-import type { OutputSnippet, PortableDefinition } from '../template/types'
+import type { OutputSnippet, PortableDefinition, ResourceValues, StoredTemplate } from '../template/types'
 import { decodeDeferred, encodeDeferred } from './codec'
 import { evaluation } from './pool'
 import { INLINE_OPS_PER_NODE } from './settings'
-import { storedDefinition, valuesContext, type ResourceValues, type StoredTemplate, type Task } from './tasks'
+import { storedDefinition, valuesContext, type Task } from './tasks'
 
 /** Run `inline` under the allowance for `input`; if it spends it, run `task` on a thread. */
 async function bounded<T>(input: unknown, inline: (budget: Budget) => T, task: () => Task, decode: (v: unknown) => T = (v) => v as T): Promise<T> {
@@ -66,3 +67,6 @@ export function outputsOf(outputs: Record<string, OutputSnippet>, rows: Resource
     () => ({ kind: 'outputs', outputs: encodeDeferred(outputs), rows }),
   )
 }
+
+/** The engine's TemplateEvaluator port, as a worker runs it. */
+export const boundedEvaluator: TemplateEvaluator = { definitionOf: (stored) => definitionOf(stored), propertiesOf }

@@ -5,7 +5,7 @@
  * as it would have had the work been done in-process; anything else is a
  * bug and arrives as an Error with the thread's message and stack.
  */
-import { BudgetError, LimitError, ValidationError } from '../services/errors'
+import { BudgetError, LimitError, ValidationError } from '../plan/errors'
 import { BudgetExceeded, DEFAULT_EVALUATION_LIMITS, type BudgetKind } from '../template/budget'
 import type { TemplateIssue } from '../template/types'
 

@@ -4,38 +4,15 @@
  * the calling thread first, under a small allowance.
  */
 import { catalogFromData } from '../resources/catalog'
-import { builtinTypes } from '../resources/registry'
+import { builtinReplaceRules } from '../resources/replace-rules'
 import type { PropertySchema } from '../resources/types'
-import { computePreview, type PreviewInput, type TypeRulesOf } from '../services/preview-model'
-import type { PreviewResult } from '../services/preview-types'
-import { budgetError, checkSubmissionNow, submissionSecrets, type CheckedSubmission, type PortableCheckContext, type Submission } from '../services/template-check'
+import { computePreview, type PreviewInput, type TypeRulesOf } from '../plan/preview-model'
+import type { PreviewResult } from '../plan/preview-types'
+import { budgetError, checkSubmissionNow, submissionSecrets, type CheckedSubmission, type PortableCheckContext, type Submission } from '../plan/template-check'
 import { buildDefinition, parseEnvironment, parseTemplate, resolveOutputs, resolveSecretAware, secretList, type Secrets } from '../template'
 import { Budget, BudgetExceeded, type EvaluationLimits } from '../template/budget'
-import type { CatalogData, PortableDefinition, ResolveContext, StackDefinition } from '../template/types'
+import type { CatalogData, PortableDefinition, ResolveContext, ResourceValues, StackDefinition, StoredTemplate } from '../template/types'
 import { decodeDeferred, encodeDeferred } from './codec'
-
-/** A stored template (raw_template) and the stack it belongs to. */
-export interface StoredTemplate {
-  /** The text, or null when the parsed form is given instead (the engine reads the parsed JSON). */
-  source: string | null
-  parsed: Record<string, unknown> | null
-  environment: unknown
-  parameters: Record<string, unknown>
-  stackName: string
-  stackId: string
-  projectId: string
-}
-
-/** What a resolution may read of another resource. */
-export interface ResourceValues {
-  name: string
-  physicalId: string | null
-  attributes: Record<string, unknown> | null
-  /** Attributes its type declares secret. */
-  secretAttributes?: string[]
-  /** The secret forms its row was made from (resource.secret_forms). */
-  secretForms?: string[]
-}
 
 export type Task =
   | { kind: 'submission'; sub: Submission; ctx: PortableCheckContext }
@@ -78,15 +55,14 @@ export function storedStackDefinition(stored: StoredTemplate, budget: Budget, ou
 /**
  * What the engine's decision needs of a type on this thread: its property
  * schemas from the catalog the request was checked with, and its own
- * replace rule (replaceOnUpdate) from the built-in type of that name, the
+ * replace rule (replaceOnUpdate) from lib/resources/replace-rules.ts, the
  * very function a worker's node run calls.
  */
-const replaceRules = new Map(builtinTypes().flatMap((t) => (t.replaceOnUpdate ? [[t.name, t.replaceOnUpdate] as const] : [])))
 export function typeRulesFrom(catalog: CatalogData): TypeRulesOf {
   return (name) => {
     if (!Object.hasOwn(catalog, name)) return undefined
     const t = catalog[name]!
-    const replaceOnUpdate = replaceRules.get(name)
+    const replaceOnUpdate = builtinReplaceRules.get(name)
     return { properties: t.properties as Record<string, PropertySchema>, acceptsAnyProperties: t.acceptsAnyProperties, ...(replaceOnUpdate ? { replaceOnUpdate } : {}) }
   }
 }

@@ -8,7 +8,7 @@ import type { Db } from '../db/client'
 import { insertProject, insertSession, listTokens, sessionByHash } from '../db/queries/accounts'
 import { createToken, hashToken, verifyToken, type TokenPrincipal } from '../auth/tokens'
 import { endSession, revokeToken } from '../db/queries/revocations'
-import { ConflictError, ForbiddenError, NotFoundError, ValidationError } from './errors'
+import { ConflictError, ForbiddenError, NotFoundError, ValidationError } from '../plan/errors'
 
 export interface Principal extends TokenPrincipal {
   /** `signal`: a wait condition handle's own token, which may only signal that handle (`signalHandle`, its row uuid). */

@@ -14,8 +14,8 @@
 import { isDeepStrictEqual } from 'node:util'
 import type { Db } from '../db/client'
 import { templateRow, traversalsSince, type TraversalSummary, type VersionRef } from '../db/queries/versions'
-import { ConflictError } from './errors'
-import type { CheckedSubmission } from './templates'
+import { ConflictError } from '../plan/errors'
+import type { CheckedSubmission } from '../plan/template-check'
 import { diffVersions, versionNamed } from './versions'
 
 export interface UpdateGuard {

@@ -29,10 +29,11 @@ import { shownValue, validateProperties } from '../resources/schema'
 import { ResourceActionError, type Adopted, type OutsideObjects, type OutsideOwner, type ResourceContext, type ResourceType, type ResourceTypeConfig } from '../resources/types'
 import { outsideRun } from '../resources/outside-run'
 import type { TypeCatalog } from '../template/types'
-import { ConflictError, LimitError, ValidationError } from './errors'
-import { hiddenValues, MASK, redact, secretList, type Secrets } from './secrets'
+import { ConflictError, LimitError, ValidationError } from '../plan/errors'
+import { hiddenValues, MASK, redact, secretList, type Secrets } from '../plan/secrets'
 import type { Actor, OperationResult, StackService } from './stacks'
-import { checkSubmission, type Limits, type Submission } from './templates'
+import type { Limits, Submission } from '../plan/template-check'
+import { checkSubmission } from './templates'
 
 /** How long the preview's look at its objects may take, all of them. */
 const PREVIEW_LOOK_MS = 15_000

@@ -14,12 +14,13 @@
 import type { Db } from '../db/client'
 import { readPreviewState, type PreviewState } from '../db/queries/preview'
 import { evaluation } from '../evaluation/pool'
-import type { PreviewOutcome, StoredTemplate, Task } from '../evaluation/tasks'
-import { NotFoundError } from './errors'
-import { hiddenValues } from './secrets'
-import { portable, type CheckContext, type Submission } from './templates'
+import type { PreviewOutcome, Task } from '../evaluation/tasks'
+import type { StoredTemplate } from '../template/types'
+import { NotFoundError } from '../plan/errors'
+import { hiddenValues } from '../plan/secrets'
+import { portable, type CheckContext, type Submission } from '../plan/template-check'
 
-export type { PreviewAction, PreviewItem, PreviewResult } from './preview-types'
+export type { PreviewAction, PreviewItem, PreviewResult } from '../plan/preview-types'
 
 /** A preview, the submission as checked, and the snapshot it was computed against. */
 export interface PreviewComputed extends PreviewOutcome {

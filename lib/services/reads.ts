@@ -17,7 +17,7 @@ import { definitionOf, outputsOf } from '../evaluation/bounded'
 import type { ResolvedOutput } from '../template'
 import { BudgetExceeded } from '../template/budget'
 import type { OutputSnippet } from '../template/types'
-import { NotFoundError, ValidationError } from './errors'
+import { NotFoundError, ValidationError } from '../plan/errors'
 import type { Db } from '../db/client'
 import { latestDrift, type StoredDrift } from '../db/queries/drift'
 import { eventsPage } from '../db/queries/events'
@@ -29,7 +29,7 @@ import { listTraversals, syncPointStates, traversalForRead, traversalGraph, trav
 import { workersByIds } from '../db/queries/workers'
 import type { DriftState } from '../engine/drift'
 import { NIL_UUID } from '../ids'
-import { hiddenValues as hiddenForms, holdsSecret, MASK, redact, secretList, type Secrets } from './secrets'
+import { hiddenValues as hiddenForms, holdsSecret, MASK, redact, secretList, type Secrets } from '../plan/secrets'
 import type { Actor, StackRecord } from './stacks'
 
 export { MASK }

@@ -7,7 +7,7 @@
 import type { Db } from '../db/client'
 import { signalTarget, signalTargetByUuid, storeSignal, type SignalTarget } from '../db/queries/signals'
 import { signalTokenHash, signalTokenRow, WAIT_CONDITION_HANDLE } from '../resources/builtin/wait-condition'
-import { ConflictError, NotFoundError, ValidationError } from './errors'
+import { ConflictError, NotFoundError, ValidationError } from '../plan/errors'
 
 /** Who may signal: a project member (any of its stacks' handles), or one handle's token (that handle only). */
 export type Signaller = { projectId: string } | { handleUuid: string }

@@ -16,7 +16,7 @@ import { bindOutsideObjects } from '../engine/check-resource'
 import type { Logger } from '../logger'
 import type { OutsideRecord, ResourceContext, ResourceType, ResourceTypeConfig } from '../resources/types'
 import { outsideRun } from '../resources/outside-run'
-import { ConflictError, NotFoundError } from './errors'
+import { ConflictError, NotFoundError } from '../plan/errors'
 import type { ReadService } from './reads'
 import type { Actor } from './stacks'
 

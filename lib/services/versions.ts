@@ -10,8 +10,8 @@ import { isDeepStrictEqual } from 'node:util'
 import type { Db } from '../db/client'
 import type { StoredTemplateRow } from '../db/queries/preview'
 import { resolveVersion, templateRow, traversalOf, type VersionRef } from '../db/queries/versions'
-import { NotFoundError, ValidationError } from './errors'
-import { MASK } from './secrets'
+import { NotFoundError, ValidationError } from '../plan/errors'
+import { MASK } from '../plan/secrets'
 import { UUID } from '../ids'
 
 export interface TemplateVersion {

@@ -242,3 +242,26 @@ export interface ResolveContext {
  */
 export const UNKNOWN: unique symbol = Symbol.for('kiln.template.unknown')
 export type Unknown = typeof UNKNOWN
+
+/** A stored template (raw_template) and the stack it belongs to. */
+export interface StoredTemplate {
+  /** The text, or null when the parsed form is given instead (the engine reads the parsed JSON). */
+  source: string | null
+  parsed: Record<string, unknown> | null
+  environment: unknown
+  parameters: Record<string, unknown>
+  stackName: string
+  stackId: string
+  projectId: string
+}
+
+/** What a resolution may read of another resource. */
+export interface ResourceValues {
+  name: string
+  physicalId: string | null
+  attributes: Record<string, unknown> | null
+  /** Attributes its type declares secret. */
+  secretAttributes?: string[]
+  /** The secret forms its row was made from (resource.secret_forms). */
+  secretForms?: string[]
+}

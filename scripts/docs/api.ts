@@ -7,7 +7,7 @@
 import { openApiDocument } from '../../lib/api/openapi'
 import { cell, code, generatedHeader, literal, table } from './markdown'
 
-export const API_SOURCES = ['lib/api/openapi.ts', 'lib/api/schemas.ts', 'lib/services/preview-types.ts']
+export const API_SOURCES = ['lib/api/openapi.ts', 'lib/api/schemas.ts', 'lib/plan/preview-types.ts']
 
 type Schema = Record<string, unknown>
 

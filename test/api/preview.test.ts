@@ -12,7 +12,7 @@ import { startApiServer, type ApiServer } from '../helpers/api-server'
 import { TestCluster } from '../helpers/cluster'
 import { testDatabase, type TestDatabase } from '../helpers/db'
 import { actions, disagreements, liveNames, whatItDid } from '../helpers/preview-check'
-import { PreviewResultSchema, type PreviewResult } from '../../lib/services/preview-types'
+import { PreviewResultSchema, type PreviewResult } from '../../lib/plan/preview-types'
 
 let db: TestDatabase
 let c: TestCluster

@@ -20,7 +20,7 @@ import { testDatabase, type TestDatabase } from '../helpers/db'
 import { disagreements, liveNames, whatItDid } from '../helpers/preview-check'
 import { createPlanService } from '../../lib/services/plans'
 import { builtinTypes, createRegistry, typeCatalog } from '../../lib/resources/registry'
-import type { PreviewResult } from '../../lib/services/preview-types'
+import type { PreviewResult } from '../../lib/plan/preview-types'
 
 let db: TestDatabase
 let c: TestCluster

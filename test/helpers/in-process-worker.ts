@@ -15,6 +15,7 @@ import { createStore } from '../../lib/db/store'
 import type { NodeRunnerDeps } from '../../lib/engine/check-resource'
 import type { ClaimedJob, ConvergenceStore } from '../../lib/engine/ports'
 import { TraversalCache } from '../../lib/engine/traversal-context'
+import { boundedEvaluator } from '../../lib/evaluation/bounded'
 import { silentLogger } from '../../lib/logger'
 import { builtinTypes, createRegistry } from '../../lib/resources/registry'
 import type { TestCluster } from './cluster'
@@ -37,7 +38,8 @@ export async function inProcessWorker(c: TestCluster, opts: InProcessWorkerOptio
   const store = createStore(c.db.pool, { workerId: id, leaseMs: IN_PROCESS_LEASE_MS })
   const deps: NodeRunnerDeps = {
     store: { ...store, ...opts.store?.(store) },
-    traversals: new TraversalCache(store),
+    traversals: new TraversalCache(store, boundedEvaluator),
+    evaluator: boundedEvaluator,
     types: opts.types ?? createRegistry(builtinTypes()),
     typeConfig: { workspaceDir: c.workspace },
     signals: { open: () => ({ signal: new AbortController().signal, close() {} }) },

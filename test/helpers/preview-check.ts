@@ -9,7 +9,7 @@
  *   - nothing marked unchanged was touched.
  */
 import type pg from 'pg'
-import type { PreviewItem, PreviewResult } from '../../lib/services/preview-types'
+import type { PreviewItem, PreviewResult } from '../../lib/plan/preview-types'
 
 export type Did = 'create' | 'update' | 'replace' | 'delete'
 

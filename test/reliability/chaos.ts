@@ -25,7 +25,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { TestCluster } from '../helpers/cluster'
 import { isRetryable } from '../../lib/db/retry'
-import { NotFoundError } from '../../lib/services/errors'
+import { NotFoundError } from '../../lib/plan/errors'
 import { ownPostgres } from '../helpers/own-postgres'
 import { dumpForensics } from './chaos-forensics'
 

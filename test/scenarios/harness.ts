@@ -15,6 +15,7 @@ import { claimJobs } from '../../lib/db/queries/queue'
 import { registerWorker } from '../../lib/db/queries/workers'
 import { createStore } from '../../lib/db/store'
 import { TraversalCache } from '../../lib/engine/traversal-context'
+import { boundedEvaluator } from '../../lib/evaluation/bounded'
 import { createLogger } from '../../lib/logger'
 import { builtinTypes, createRegistry, typeCatalog } from '../../lib/resources/registry'
 import { createStackService, type Actor, type StackService } from '../../lib/services/stacks'
@@ -82,7 +83,8 @@ export class Scenario {
       services,
       node: {
         store,
-        traversals: new TraversalCache(store),
+        traversals: new TraversalCache(store, boundedEvaluator),
+        evaluator: boundedEvaluator,
         types: registry,
         typeConfig: { workspaceDir: '/nonexistent' },
         signals: new ActionAborts(),

@@ -5,7 +5,7 @@
  * (atomic_key) the plan was computed against.
  */
 import type pg from 'pg'
-import type { TraversalPlan } from './traversal'
+import type { TraversalPlan } from '../../engine/types'
 
 export interface PlanRecord {
   id: string

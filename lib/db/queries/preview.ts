@@ -9,6 +9,7 @@ import type pg from 'pg'
 import type { ResourceAction, ResourceStatus } from '../../engine/types'
 import { withTransaction } from '../client'
 import { hiddenParameterTemplates } from './templates'
+import type { PreviewStateRow } from '../../plan/preview-model'
 
 export interface StoredTemplateRow {
   id: string
@@ -16,26 +17,6 @@ export interface StoredTemplateRow {
   template: Record<string, unknown>
   environment: Record<string, unknown>
   parameters: Record<string, unknown>
-}
-
-export interface PreviewStateRow {
-  id: number
-  name: string
-  type: string
-  action: ResourceAction
-  status: ResourceStatus
-  physicalId: string | null
-  properties: Record<string, unknown> | null
-  attributes: Record<string, unknown> | null
-  data: Record<string, unknown> | null
-  currentTemplateId: string | null
-  requires: number[]
-  replaces: number | null
-  replacedBy: number | null
-  deletionPolicy: string
-  /** ms since the epoch (the best-row choice's tie-breaker) */
-  updatedAt: number
-  atomicKey: number
 }
 
 export interface PreviewState {

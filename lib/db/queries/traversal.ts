@@ -17,30 +17,9 @@ import crypto from 'node:crypto'
 import type pg from 'pg'
 import { buildGraph, chooseRows, findCycle, indexGraph } from '../../engine/graph'
 import type { StoredTraversal } from '../../engine/ports'
-import type { ExistingRow, StackAction, TraversalGraph } from '../../engine/types'
+import type { ExistingRow, StackAction, TraversalGraph, TraversalPlan } from '../../engine/types'
 import { parseNodeId } from '../../engine/types'
 import { withTransaction } from '../client'
-
-export interface TraversalPlan {
-  /** Resource names of the target template, in the order new rows are inserted. */
-  names: string[]
-  types: Record<string, string>
-  dependsOn: Record<string, string[]>
-  /** Resources with external_id (adopted, never created): the checks an update makes before it starts. */
-  external?: Record<string, ExternalPlan>
-  /** definitionFingerprint per resource, when asked for (a preempting update compares two templates). */
-  fingerprints?: Record<string, string>
-}
-
-export interface ExternalPlan {
-  externalId: string
-  /** definitionFingerprint (lib/engine/adoption.ts) of the resource's definition. */
-  fingerprint: string
-  /** The properties whose values are known when the template is checked (an import preview compares them). */
-  known: Record<string, unknown>
-  /** The properties whose values wait for another resource (not compared). */
-  deferred: string[]
-}
 
 export interface StartTraversalInput {
   stackId: string

@@ -7,6 +7,7 @@
  * there is no client to poll in Kiln.
  */
 import { ReplaceRequired, ResourceActionError, type PropertySchema, type ResourceContext, type ResourceType } from '../types'
+import { testResourceReplaceReason } from '../replace-rules'
 import { observeStored, waitWithProgress } from './util'
 
 const waitSecs: PropertySchema = { type: 'number', updateAllowed: true, constraints: [{ range: { min: 0 } }] }
@@ -43,10 +44,6 @@ async function run(ctx: ResourceContext, props: Record<string, unknown>, action:
   if (action !== 'delete' && props.fail === true) throw new ResourceActionError(`Test Resource failed ${ctx.resourceName}`)
 }
 
-function replaceReason(props: Record<string, unknown>): string | null {
-  return props.update_replace === true ? 'update_replace is set' : null
-}
-
 export const testResource: ResourceType = {
   name: 'OS::Heat::TestResource',
   stateOnly: true,
@@ -57,10 +54,10 @@ export const testResource: ResourceType = {
     await run(ctx, props, 'create')
     return { physicalId: ctx.physicalName, attributes: { output: props.value } }
   },
-  replaceOnUpdate: replaceReason,
+  replaceOnUpdate: testResourceReplaceReason,
   async update(ctx, props) {
     // The engine asks replaceOnUpdate first; a caller that does not still gets "replace me".
-    const why = replaceReason(props)
+    const why = testResourceReplaceReason(props)
     if (why) throw new ReplaceRequired(why)
     await run(ctx, props, 'update')
     return { attributes: { output: props.value } }

@@ -25,8 +25,7 @@
  */
 import { decideCleanup, decideNode, type RowState, type TypeRules, type UpdateDecision } from '../engine/decide'
 import { chooseRows } from '../engine/graph'
-import type { ExistingRow, ResourceAction } from '../engine/types'
-import type { PreviewStateRow } from '../db/queries/preview'
+import type { ExistingRow, ResourceAction, ResourceStatus } from '../engine/types'
 import { validateProperties } from '../resources/schema'
 import type { PropertySchema, ResourceState } from '../resources/types'
 import { resolveOutputs, resolveProperties } from '../template'
@@ -38,6 +37,27 @@ import { MASK, redact } from './secrets'
 import { compareProperties, compareValues, containsUnknown, valueChanges, type Comparison, type ValueChange } from './value-diff'
 
 /** A live resource row (not DELETE_COMPLETE), as the preview reads it (without the read's row versions). */
+/** A live resource row as a preview reads it (lib/db/queries/preview.ts reads it). */
+export interface PreviewStateRow {
+  id: number
+  name: string
+  type: string
+  action: ResourceAction
+  status: ResourceStatus
+  physicalId: string | null
+  properties: Record<string, unknown> | null
+  attributes: Record<string, unknown> | null
+  data: Record<string, unknown> | null
+  currentTemplateId: string | null
+  requires: number[]
+  replaces: number | null
+  replacedBy: number | null
+  deletionPolicy: string
+  /** ms since the epoch (the best-row choice's tie-breaker) */
+  updatedAt: number
+  atomicKey: number
+}
+
 export type PreviewRow = Omit<PreviewStateRow, 'atomicKey'>
 
 export type PreviewDefinition = Pick<PortableDefinition, 'resources' | 'outputs'> & Pick<StackDefinition, 'conditions' | 'disabled'>
