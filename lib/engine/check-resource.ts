@@ -1,6 +1,7 @@
 /**
  * check_resource: what a worker does with one node of a traversal (Heat's
- * WorkerService.check_resource + CheckResource, §4 of the reference).
+ * WorkerService.check_resource in heat/engine/worker.py and CheckResource in
+ * heat/engine/check_resource.py).
  *
  *   1. begin: the store checks the traversal is current, the node READY and
  *      the row unlocked, and locks it (or parks the node as the row's waiter);

@@ -2,7 +2,7 @@
  * Heat's 21 convergence scenarios (heat/tests/convergence/scenarios/*.py),
  * each under its Heat name, run by the lock-step harness over the real
  * PostgreSQL store. The scripts, templates, noop budgets and assertions are
- * Heat's (reference §7.3); Appendix A has Heat's own message traces.
+ * Heat's (heat/tests/convergence/scenarios/ and framework/ in openstack/heat).
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { testDatabase, type TestDatabase } from '../helpers/db'
