@@ -5,17 +5,11 @@
  * evaluated (held at a gate on its evaluation thread), and a read of a stack
  * evaluates its outputs, not its resources.
  */
-import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { beforeAll, describe, expect, test } from 'vitest'
 import { deepJson, manyResources, nestedRepeat, redosPattern, uniqueSplit, wideRepeat } from '../../bench/bomb-templates'
 import { configureEvaluation, type EvaluationHooks } from '../../lib/evaluation/pool'
 import { DEFAULT_EVALUATION_SETTINGS, type EvaluationSettings } from '../../lib/evaluation/settings'
-import { startApiServer, type ApiServer } from '../helpers/api-server'
-import { TestCluster } from '../helpers/cluster'
-import { testDatabase, type TestDatabase } from '../helpers/db'
-
-let db: TestDatabase
-let c: TestCluster
-let api: ApiServer
+import { useKilnEnv } from '../helpers/stack-env'
 
 /** Open (1) unless a test closes it: a task taken up by an evaluation thread waits while it is 0. */
 const gate = new Int32Array(new SharedArrayBuffer(4))
@@ -34,15 +28,9 @@ const settings: EvaluationSettings = { ...DEFAULT_EVALUATION_SETTINGS, timeoutMs
 beforeAll(async () => {
   Atomics.store(gate, 0, 1)
   configureEvaluation(settings, hooks)
-  db = await testDatabase()
-  c = await TestCluster.start(db.url, { workers: 1 })
-  api = await startApiServer(c)
 })
-afterAll(async () => {
-  await api?.close()
-  await c?.stop()
-  await db?.drop()
-})
+// After the evaluation settings: the server starts with them in place.
+const { cluster: c, api } = useKilnEnv({ cluster: { workers: 1 } })
 
 const stackCount = async () => Number((await c.db.pool.query('SELECT count(*) FROM stack')).rows[0].count)
 

@@ -13,15 +13,11 @@ import { createHash, randomBytes } from 'node:crypto'
 import fs from 'node:fs'
 import path from 'node:path'
 import { io as connect } from 'socket.io-client'
-import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { startApiServer, type ApiServer } from '../helpers/api-server'
-import { TestCluster } from '../helpers/cluster'
-import { testDatabase, type TestDatabase } from '../helpers/db'
+import { beforeAll, describe, expect, test } from 'vitest'
 import { around, stackUrls, sweep } from '../helpers/secret-sweep'
+import { useKilnEnv } from '../helpers/stack-env'
 
-let db: TestDatabase
-let c: TestCluster
-let api: ApiServer
+const { cluster: c, api } = useKilnEnv({ cluster: { workers: 1 } })
 
 const PW = `hunter2xyz-${randomBytes(6).toString('hex')}`
 const PLAIN = 'just some text'
@@ -74,9 +70,6 @@ const RESOURCES = ['secret_file', 'plain_file', 'consumer', 'as_number']
 const stack = { id: '', frames: [] as string[] }
 
 beforeAll(async () => {
-  db = await testDatabase()
-  c = await TestCluster.start(db.url, { workers: 1 })
-  api = await startApiServer(c)
   const created = await api.call('POST', '/api/stacks', { body: { name: 'files', template: TEMPLATE({ failing: false }), parameters: { pw: PW } } })
   expect(created.status, created.text).toBe(201)
   stack.id = created.body.stack.id as string
@@ -91,11 +84,6 @@ beforeAll(async () => {
   await c.waitFor(async () => stack.frames.some((f) => f.includes('as_number') && f.includes('FAILED')), 10_000, 'the failed update on the socket')
   s.close()
 }, 120_000)
-afterAll(async () => {
-  await api?.close()
-  await c?.stop()
-  await db?.drop()
-})
 
 type Row = { name: string; statusReason: string; properties: Record<string, unknown>; attributes: Record<string, unknown> }
 const resources = async () => (await api.call('GET', `/api/stacks/${stack.id}/resources`)).body.resources as Row[]

@@ -21,27 +21,19 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { createToken } from '../../lib/auth/tokens'
 import { createDb } from '../../lib/db/client'
 import { startApiServer, type ApiServer } from '../helpers/api-server'
-import { TestCluster } from '../helpers/cluster'
-import { testDatabase, type TestDatabase } from '../helpers/db'
+import { useKilnEnv } from '../helpers/stack-env'
 
-let db: TestDatabase
-let c: TestCluster
-/** Two web processes on one database, as behind a load balancer. */
-let api: ApiServer
+/** Two web processes on one database, as behind a load balancer: the env's `api` and `other`. */
+const { db, cluster: c, api } = useKilnEnv({ cluster: { workers: 1, leaseMs: 2000 } })
 let other: ApiServer
 const sockets: Socket[] = []
 
 beforeAll(async () => {
-  db = await testDatabase()
-  c = await TestCluster.start(db.url, { workers: 1, leaseMs: 2000 })
-  ;[api, other] = await Promise.all([startApiServer(c), startApiServer(c)])
+  other = await startApiServer(c)
 })
 afterAll(async () => {
   for (const s of sockets) s.close()
   await other?.close()
-  await api?.close()
-  await c?.stop()
-  await db?.drop()
 })
 
 const TEMPLATE = (value: string, wait = 0) => `heat_template_version: 2018-08-31

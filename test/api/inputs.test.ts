@@ -10,26 +10,10 @@
  */
 import fs from 'node:fs'
 import path from 'node:path'
-import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { startApiServer, type ApiServer } from '../helpers/api-server'
-import { TestCluster } from '../helpers/cluster'
-import { testDatabase, type TestDatabase } from '../helpers/db'
+import { describe, expect, test } from 'vitest'
+import { useKilnEnv } from '../helpers/stack-env'
 
-let db: TestDatabase
-let c: TestCluster
-let api: ApiServer
-
-beforeAll(async () => {
-  db = await testDatabase()
-  c = await TestCluster.start(db.url, { workers: 1 })
-  api = await startApiServer(c)
-}, 120_000)
-
-afterAll(async () => {
-  await api?.close()
-  await c?.stop()
-  await db?.drop()
-})
+const { cluster: c, api } = useKilnEnv({ cluster: { workers: 1 } })
 
 const V = '2018-08-31'
 let n = 0

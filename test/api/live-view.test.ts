@@ -9,26 +9,11 @@
  */
 import http from 'node:http'
 import zlib from 'node:zlib'
-import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { startApiServer, type ApiServer } from '../helpers/api-server'
-import { TestCluster } from '../helpers/cluster'
-import { testDatabase, type TestDatabase } from '../helpers/db'
+import { describe, expect, test } from 'vitest'
 import { gateHeld } from '../helpers/gate'
+import { useKilnEnv } from '../helpers/stack-env'
 
-let db: TestDatabase
-let c: TestCluster
-let api: ApiServer
-
-beforeAll(async () => {
-  db = await testDatabase()
-  c = await TestCluster.start(db.url, { workers: 2, leaseMs: 2000 })
-  api = await startApiServer(c)
-})
-afterAll(async () => {
-  await api?.close()
-  await c?.stop()
-  await db?.drop()
-})
+const { cluster: c, api } = useKilnEnv({ cluster: { workers: 2, leaseMs: 2000 } })
 
 /** With `gated`, `first` waits behind a gate (test/helpers/gate.ts) that only the test's signal opens. */
 const template = (value: string, gated = false) => `heat_template_version: 2018-08-31

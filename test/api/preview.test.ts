@@ -7,28 +7,12 @@
  * an update runs (held at a wait condition); and the 49-resource stack whose
  * preview once said "6 updated in place · 0 replaced · 43 unchanged".
  */
-import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { startApiServer, type ApiServer } from '../helpers/api-server'
-import { TestCluster } from '../helpers/cluster'
-import { testDatabase, type TestDatabase } from '../helpers/db'
+import { describe, expect, test } from 'vitest'
 import { actions, disagreements, liveNames, whatItDid } from '../helpers/preview-check'
+import { useKilnEnv } from '../helpers/stack-env'
 import { PreviewResultSchema, type PreviewResult } from '../../lib/plan/preview-types'
 
-let db: TestDatabase
-let c: TestCluster
-let api: ApiServer
-
-beforeAll(async () => {
-  db = await testDatabase()
-  c = await TestCluster.start(db.url, { workers: 2 })
-  api = await startApiServer(c)
-}, 120_000)
-
-afterAll(async () => {
-  await api?.close()
-  await c?.stop()
-  await db?.drop()
-})
+const { cluster: c, api } = useKilnEnv({ cluster: { workers: 2 } })
 
 type Template = Record<string, unknown>
 const hot = (resources: Record<string, unknown>, extra: Template = {}): Template => ({ heat_template_version: '2018-08-31', ...extra, resources })

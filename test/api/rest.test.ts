@@ -4,26 +4,11 @@
  * the other project's token answers exactly like a missing stack).
  */
 import { io as connect } from 'socket.io-client'
-import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { startApiServer, type ApiServer } from '../helpers/api-server'
-import { TestCluster } from '../helpers/cluster'
-import { testDatabase, type TestDatabase } from '../helpers/db'
+import { describe, expect, test } from 'vitest'
 import { gateHeld } from '../helpers/gate'
+import { useKilnEnv } from '../helpers/stack-env'
 
-let db: TestDatabase
-let c: TestCluster
-let api: ApiServer
-
-beforeAll(async () => {
-  db = await testDatabase()
-  c = await TestCluster.start(db.url, { workers: 2, leaseMs: 2000 })
-  api = await startApiServer(c, { maxBodyBytes: 64 * 1024 })
-})
-afterAll(async () => {
-  await api?.close()
-  await c?.stop()
-  await db?.drop()
-})
+const { cluster: c, api } = useKilnEnv({ cluster: { workers: 2, leaseMs: 2000 }, api: { maxBodyBytes: 64 * 1024 } })
 
 const chain = (value: string, wait = 0) => `heat_template_version: 2018-08-31
 parameters:

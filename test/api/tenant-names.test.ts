@@ -15,20 +15,13 @@
 import { createHash } from 'node:crypto'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { startApiServer, type ApiServer } from '../helpers/api-server'
-import { TestCluster } from '../helpers/cluster'
-import { testDatabase, type TestDatabase } from '../helpers/db'
+import { useKilnEnv } from '../helpers/stack-env'
 import { serverNames } from '../helpers/target-cleanup'
 
-let db: TestDatabase
-let c: TestCluster
-let api: ApiServer
+const { db, cluster: c, api } = useKilnEnv({ cluster: { workers: 2 } })
 let admin: pg.Client
 
 beforeAll(async () => {
-  db = await testDatabase()
-  c = await TestCluster.start(db.url, { workers: 2 })
-  api = await startApiServer(c)
   admin = new pg.Client({ connectionString: db.urlFor('postgres') })
   await admin.connect()
 }, 120_000)
@@ -43,9 +36,6 @@ afterAll(async () => {
     }
   }
   await admin?.end()
-  await api?.close()
-  await c?.stop()
-  await db?.drop()
 })
 
 const V = '2018-08-31'

@@ -10,26 +10,16 @@ import os from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { childEnv } from '../../lib/env'
-import { startApiServer, type ApiServer } from '../helpers/api-server'
-import { TestCluster } from '../helpers/cluster'
-import { testDatabase, type TestDatabase } from '../helpers/db'
 import { gateHeld } from '../helpers/gate'
+import { useKilnEnv } from '../helpers/stack-env'
 
-let db: TestDatabase
-let c: TestCluster
-let api: ApiServer
+const { cluster: c, api } = useKilnEnv({ cluster: { workers: 2, leaseMs: 2000 } })
 let dir: string
 
-beforeAll(async () => {
-  db = await testDatabase()
-  c = await TestCluster.start(db.url, { workers: 2, leaseMs: 2000 })
-  api = await startApiServer(c)
+beforeAll(() => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kiln-cli-'))
 })
-afterAll(async () => {
-  await api?.close()
-  await c?.stop()
-  await db?.drop()
+afterAll(() => {
   if (dir) fs.rmSync(dir, { recursive: true, force: true })
 })
 

@@ -27,28 +27,16 @@ import fc from 'fast-check'
 import YAML from 'yaml'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { env } from '../../lib/env'
-import { startApiServer, type ApiServer } from '../helpers/api-server'
-import { TestCluster } from '../helpers/cluster'
-import { testDatabase, type TestDatabase } from '../helpers/db'
 import { registeredRoutes, type RouteDef } from '../helpers/routes'
+import { useKilnEnv } from '../helpers/stack-env'
 
 const RUNS = env().KILN_FUZZ_RUNS
 const MAX_BODY = 64 * 1024
 
-let db: TestDatabase
-let c: TestCluster
-let api: ApiServer
+const { cluster: c, api } = useKilnEnv({ cluster: { workers: 2, leaseMs: 2000 }, api: { maxBodyBytes: MAX_BODY } })
 
-beforeAll(async () => {
-  db = await testDatabase()
-  c = await TestCluster.start(db.url, { workers: 2, leaseMs: 2000 })
-  api = await startApiServer(c, { maxBodyBytes: MAX_BODY })
-}, 120_000)
 afterAll(async () => {
   agent.destroy()
-  await api?.close()
-  await c?.stop()
-  await db?.drop()
 })
 
 /** Everything a request could write. */

@@ -27,11 +27,9 @@ import crypto from 'node:crypto'
 import { io as connect, type Socket } from 'socket.io-client'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { createToken } from '../../lib/auth/tokens'
-import { startApiServer, type ApiServer } from '../helpers/api-server'
-import { TestCluster } from '../helpers/cluster'
-import { testDatabase, type TestDatabase } from '../helpers/db'
 import { registeredRoutes, type RouteDef } from '../helpers/routes'
 import { around, stackUrls, sweep } from '../helpers/secret-sweep'
+import { useKilnEnv } from '../helpers/stack-env'
 
 /** Routes that name an output, a resource or a snapshot of the target stack name these unless told otherwise. */
 const DEFAULT_PARAMS: Record<string, string> = { key: 'out', resource: 'holder', snapshot: 'kiln_no_snapshot' }
@@ -72,9 +70,7 @@ function bodyFor(method: string, path: string): unknown {
   return { template: TEMPLATE('u') }
 }
 
-let db: TestDatabase
-let c: TestCluster
-let api: ApiServer
+const { cluster: c, api } = useKilnEnv({ cluster: { workers: 2, leaseMs: 2000, env: { KILN_LOG_LEVEL: 'debug' } } })
 const routes: { kiln: RouteDef[]; heat: RouteDef[] } = { kiln: [], heat: [] }
 /** Project A's stack that everything below tries to reach. */
 const target = { id: '', name: '', traversalId: '', planId: '' }
@@ -102,9 +98,6 @@ async function login(token: string): Promise<{ cookie: string; csrfToken: string
 }
 
 beforeAll(async () => {
-  db = await testDatabase()
-  c = await TestCluster.start(db.url, { workers: 2, leaseMs: 2000, env: { KILN_LOG_LEVEL: 'debug' } })
-  api = await startApiServer(c)
   const all = registeredRoutes()
   routes.kiln = all.filter((r) => !r.path.startsWith('/v1/'))
   routes.heat = all.filter((r) => r.path.startsWith('/v1/'))
@@ -120,12 +113,6 @@ beforeAll(async () => {
   bStackId = bs.body.stack.id
   expect(await c.settle(bStackId)).toBe('CREATE_COMPLETE')
 }, 120_000)
-
-afterAll(async () => {
-  await api?.close()
-  await c?.stop()
-  await db?.drop()
-})
 
 describe('the route list', () => {
   test('the OpenAPI document lists exactly the Kiln routes the router serves', async () => {

@@ -10,20 +10,13 @@
 import crypto from 'node:crypto'
 import pg from 'pg'
 import { afterAll, beforeAll, expect, test } from 'vitest'
-import { startApiServer, type ApiServer } from '../helpers/api-server'
-import { TestCluster } from '../helpers/cluster'
-import { testDatabase, type TestDatabase } from '../helpers/db'
+import { useKilnEnv } from '../helpers/stack-env'
 import { serverNames } from '../helpers/target-cleanup'
 
-let db: TestDatabase
-let c: TestCluster
-let api: ApiServer
+const { db, cluster: c, api } = useKilnEnv({ cluster: { workers: 1 } })
 let admin: pg.Client
 
 beforeAll(async () => {
-  db = await testDatabase()
-  c = await TestCluster.start(db.url, { workers: 1 })
-  api = await startApiServer(c)
   admin = new pg.Client({ connectionString: db.urlFor('postgres') })
   await admin.connect()
 }, 120_000)
@@ -31,9 +24,6 @@ beforeAll(async () => {
 afterAll(async () => {
   if (admin) await names.drop(admin)
   await admin?.end()
-  await api?.close()
-  await c?.stop()
-  await db?.drop()
 })
 
 const V = '2018-08-31'

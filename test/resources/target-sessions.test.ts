@@ -10,30 +10,20 @@ import crypto from 'node:crypto'
 import pg from 'pg'
 import { afterAll, beforeAll, expect, test } from 'vitest'
 import { TARGET_ACTIONS_PER_PROCESS } from '../../lib/resources/builtin/postgres-capacity'
-import { startApiServer, type ApiServer } from '../helpers/api-server'
-import { TestCluster } from '../helpers/cluster'
-import { testDatabase, type TestDatabase } from '../helpers/db'
+import { useKilnEnv } from '../helpers/stack-env'
 import { serverNames } from '../helpers/target-cleanup'
 
-let db: TestDatabase
-let c: TestCluster
-let api: ApiServer
+const { db, cluster: c, api } = useKilnEnv({ cluster: { workers: 1 } })
 let admin: pg.Client
 
 beforeAll(async () => {
-  db = await testDatabase()
   admin = new pg.Client({ connectionString: db.urlFor('postgres') })
   await admin.connect()
-  c = await TestCluster.start(db.url, { workers: 1 })
-  api = await startApiServer(c)
-}, 120_000)
+})
 
 afterAll(async () => {
   if (admin) await names.drop(admin)
   await admin?.end()
-  await api?.close()
-  await c?.stop()
-  await db?.drop()
 })
 
 const names = serverNames('kiln_ses')

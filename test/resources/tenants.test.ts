@@ -17,30 +17,14 @@ import crypto from 'node:crypto'
 import fs from 'node:fs'
 import path from 'node:path'
 import pg from 'pg'
-import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { describe, expect, test } from 'vitest'
 import { MAX_FILE_BYTES } from '../../lib/resources/builtin/file'
-import { startApiServer, type ApiServer } from '../helpers/api-server'
-import { TestCluster } from '../helpers/cluster'
-import { testDatabase, type TestDatabase } from '../helpers/db'
+import { useKilnEnv } from '../helpers/stack-env'
 
 const QUOTA = 1_000_000
 const TENANT_CONNECTIONS = 3
 
-let db: TestDatabase
-let c: TestCluster
-let api: ApiServer
-
-beforeAll(async () => {
-  db = await testDatabase()
-  c = await TestCluster.start(db.url, { workers: 2, env: { KILN_WORKSPACE_QUOTA_BYTES: String(QUOTA), KILN_TENANT_CONNECTION_LIMIT: String(TENANT_CONNECTIONS) } })
-  api = await startApiServer(c)
-}, 120_000)
-
-afterAll(async () => {
-  await api?.close()
-  await c?.stop()
-  await db?.drop()
-})
+const { db, cluster: c, api } = useKilnEnv({ cluster: { workers: 2, env: { KILN_WORKSPACE_QUOTA_BYTES: String(QUOTA), KILN_TENANT_CONNECTION_LIMIT: String(TENANT_CONNECTIONS) } } })
 
 const hot = (resources: Record<string, unknown>, outputs: Record<string, unknown> = {}) => ({ heat_template_version: '2018-08-31', resources, outputs })
 const file = (p: string, content: unknown, extra: Record<string, unknown> = {}) => ({ type: 'Kiln::File', properties: { path: p, content }, ...extra })

@@ -5,26 +5,10 @@
  * a FAILURE signal or at its timeout, and stops when the stack is deleted.
  * The handle's token can signal that handle and do nothing else.
  */
-import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { startApiServer, type ApiServer } from '../helpers/api-server'
-import { TestCluster } from '../helpers/cluster'
-import { testDatabase, type TestDatabase } from '../helpers/db'
+import { describe, expect, test } from 'vitest'
+import { useKilnEnv } from '../helpers/stack-env'
 
-let db: TestDatabase
-let c: TestCluster
-let api: ApiServer
-
-beforeAll(async () => {
-  db = await testDatabase()
-  c = await TestCluster.start(db.url, { workers: 2 })
-  api = await startApiServer(c)
-}, 120_000)
-
-afterAll(async () => {
-  await api?.close()
-  await c?.stop()
-  await db?.drop()
-})
+const { cluster: c, api } = useKilnEnv({ cluster: { workers: 2 } })
 
 const gated = (count: number, timeout = 600) => ({
   heat_template_version: '2018-08-31',
