@@ -19,7 +19,7 @@ import { parseNodeId } from '../../../lib/engine/types'
 import { catalogData, catalogFromData } from '../../../lib/resources/catalog'
 import { noneResource } from '../../../lib/resources/builtin/simple'
 import { buildDefinition, parseTemplate, type StackDefinition } from '../../../lib/template'
-import { EMPTY_TEMPLATE_SOURCE, planFor } from '../../../lib/services/template-check'
+import { EMPTY_TEMPLATE_SOURCE, planFor } from '../../../lib/plan/template-check'
 import { scenarioType } from '../../helpers/scenario-type'
 
 export const GOLDEN_DIR = path.dirname(fileURLToPath(import.meta.url))
