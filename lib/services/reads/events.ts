@@ -1,7 +1,7 @@
 /** A page of the stack's events, in sequence order, secrets redacted. */
 import { eventsPage } from '../../db/queries/events'
 import { redact } from '../../plan/secrets'
-import type { Actor } from '../stacks'
+import type { Actor } from '../stacks/types'
 import type { SecretSystem } from './secrets'
 import { iso, stackRow, type ReadResources } from './shared'
 

@@ -16,7 +16,7 @@
 import type { Db } from '../../db/client'
 import { MASK } from '../../plan/secrets'
 import type { Registry } from '../../resources/registry'
-import type { StackRecord } from '../stacks'
+import type { StackRecord } from '../stacks/types'
 import { DriftReadSystem } from './drift'
 import { EventReadSystem } from './events'
 import { OutputSystem } from './outputs'

@@ -11,7 +11,7 @@ import { secretsOfType } from '../../resources/secrets'
 import type { ResolvedOutput } from '../../template'
 import { BudgetExceeded } from '../../template/budget'
 import type { OutputSnippet } from '../../template/types'
-import type { Actor } from '../stacks'
+import type { Actor } from '../stacks/types'
 import type { SecretSystem } from './secrets'
 import { stackRow, templateOf, type ReadResources } from './shared'
 

@@ -8,7 +8,7 @@ import { stackForRead } from '../../db/queries/stacks'
 import { templateById } from '../../db/queries/templates'
 import { NotFoundError } from '../../plan/errors'
 import type { Registry } from '../../resources/registry'
-import type { Actor } from '../stacks'
+import type { Actor } from '../stacks/types'
 
 export interface ReadResources {
   pool: Db['pool']

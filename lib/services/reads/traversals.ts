@@ -9,7 +9,7 @@ import { toCytoscape, toDot, toGraphML, type NodeAnnotation } from '../../engine
 import type { NodeId, TraversalGraph } from '../../engine/types'
 import { NotFoundError } from '../../plan/errors'
 import { redact, type Secrets } from '../../plan/secrets'
-import type { Actor } from '../stacks'
+import type { Actor } from '../stacks/types'
 import { maskedParameters, maskEnvironment } from './masking'
 import type { SecretSystem } from './secrets'
 import { iso, stackRow, templateOf, type ReadResources } from './shared'
