@@ -1,4 +1,5 @@
-// ESLint: TypeScript's recommended rules and React's hooks rules. Import
+// ESLint: TypeScript's recommended rules, React's hooks rules, and at most 150
+// lines to a function of lib/ and worker/. Import
 // boundaries and cycles are checked by dependency-cruiser (.dependency-cruiser.cjs),
 // which sees the whole module graph; `npm run lint` runs both.
 import js from '@eslint/js'
@@ -19,6 +20,12 @@ export default tseslint.config(
       // One env parser: everything else gets its settings passed down from lib/env.ts.
       'no-restricted-properties': ['error', { object: 'process', property: 'env', message: 'read the environment through lib/env.ts (env(), childEnv())' }],
     },
+  },
+  {
+    // Services, routers and the worker are composed of small systems sharing their resources
+    // (docs/design/layers.md), never grown as one long closure: a function past 150 lines is split.
+    files: ['lib/**/*.ts', 'worker/**/*.ts'],
+    rules: { 'max-lines-per-function': ['error', { max: 150, skipBlankLines: true, skipComments: true }] },
   },
   {
     // The env parser itself; the Prisma CLI's config, which the CLI loads on its own; a child's environment.

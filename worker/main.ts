@@ -15,10 +15,10 @@ import { createDb, type Db } from '../lib/db/client'
 import { withRetry } from '../lib/db/retry'
 import { applyMigrations } from '../lib/db/migrate'
 import { restrictDatabaseAccess } from '../lib/db/access'
-import { limitsFrom, targetIsOwnServer, typeConfigFrom, workerPoolSize } from '../lib/config'
+import { targetIsOwnServer, typeConfigFrom, workerPoolSize } from '../lib/config'
 import { targetCapacityReport } from '../lib/resources/builtin/postgres-capacity'
-import { builtinTypes, createRegistry, stateOnlyTypeNames, typeCatalog } from '../lib/resources/registry'
-import { createStackService } from '../lib/services/stacks'
+import { builtinTypes, createRegistry, stateOnlyTypeNames } from '../lib/resources/registry'
+import { RollbackSystem } from '../lib/services/stacks/rollback'
 import { WorkerRuntime } from './runtime'
 import { processMetrics } from '../lib/metrics/registry'
 import { serveMetrics } from '../lib/metrics/serve'
@@ -74,12 +74,12 @@ async function main() {
     const db = createDb(database.url, { max: workerPoolSize(e), application: 'kiln-worker', warm: true })
     try {
       await db.ready
-      const services = createStackService({ db, catalog: typeCatalog(registry), types: registry, limits: limitsFrom(e), defaultTimeoutMins: e.KILN_DEFAULT_TIMEOUT_MINS })
       const worker = new WorkerRuntime({
         db,
         types: registry,
         typeConfig,
-        services,
+        // Of the stack operations, a worker starts only the rollback after a failed traversal.
+        rollback: new RollbackSystem({ db }),
         log,
         concurrency: e.KILN_WORKER_CONCURRENCY,
         projectSlotCap: e.projectSlotCap,

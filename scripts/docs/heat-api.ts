@@ -1,7 +1,7 @@
 /**
  * docs/reference/heat-api.md: Heat's Orchestration API v1 routes (the list of
  * heat/api/openstack/v1/__init__.py) against the routes Kiln's router really
- * registers (lib/api/heat-routes.ts). Whether a route is served comes from the
+ * registers (lib/api/heat-routes/). Whether a route is served comes from the
  * router, so the table cannot claim a route Kiln does not have; a route Kiln
  * serves that is not in Heat's list is listed separately. The notes are
  * written here and name what a served route honours or refuses.
@@ -9,7 +9,7 @@
 import { registeredRoutes } from '../../test/helpers/routes'
 import { code, generatedHeader, table } from './markdown'
 
-export const HEAT_SOURCES = ['lib/api/heat-routes.ts']
+export const HEAT_SOURCES = ['lib/api/heat-routes/']
 
 interface HeatRoute {
   method: string

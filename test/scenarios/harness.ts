@@ -19,6 +19,7 @@ import { boundedEvaluator } from '../../lib/evaluation/bounded'
 import { createLogger } from '../../lib/logger'
 import { builtinTypes, createRegistry, typeCatalog } from '../../lib/resources/registry'
 import { createStackService, type Actor, type StackService } from '../../lib/services/stacks'
+import { RollbackSystem } from '../../lib/services/stacks/rollback'
 import { dispatchJob, type DispatchDeps } from '../../worker/dispatch'
 import { ActionAborts } from '../../worker/signals'
 import { SCENARIO_TYPE, scenarioType } from '../helpers/scenario-type'
@@ -80,7 +81,7 @@ export class Scenario {
     const deps: DispatchDeps = {
       pool: db.pool,
       workerId,
-      services,
+      rollback: new RollbackSystem({ db }),
       node: {
         store,
         traversals: new TraversalCache(store, boundedEvaluator),
