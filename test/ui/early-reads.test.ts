@@ -1,7 +1,7 @@
 /**
  * The stack page's early reads (components/api.ts): the script the page's HTML
  * carries, and how the page's first load takes its answers. The browser test
- * (ui.test.ts) checks the same on a real page.
+ * (live-graph.test.ts) checks the same on a real page.
  */
 import vm from 'node:vm'
 import { afterEach, beforeEach, expect, test } from 'vitest'
