@@ -15,7 +15,7 @@ export interface StoreOptions {
   /**
    * Resource types whose actions change nothing outside the database: a step
    * touching only rows of these commits without waiting for the disk
-   * (kiln_commit_lazily in lib/db/functions/10_events.sql). Empty: every step waits.
+   * (kiln_commit_lazily in lib/db/functions/05_commit_lazily.sql). Empty: every step waits.
    */
   lazyTypes?: readonly string[]
   /** Called when a call is retried after a transient error (lost connection, deadlock). */

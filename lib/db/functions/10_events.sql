@@ -44,49 +44,10 @@
 -- step either sees the watch and notifies, or committed before the watcher
 -- read the stack's last number.
 
--- Lazy commits. The worker names its state-only resource types (p_result /
--- p_lazy_types 'lazy_types': types whose actions change nothing outside this
--- database, such as OS::Heat::TestResource, None, Value, RandomString). A node
--- step whose every row is of such a type — the row it releases and every row
--- it locks for a node it begins — commits with synchronous_commit off:
--- PostgreSQL answers before the WAL reaches the disk (it does within
--- 3 × wal_writer_delay). A database crash in that window loses the last such
--- steps, all of them after a point in commit order: the rows and sync points go
--- back to where they were and the nodes re-run (the sweeper, broken leases);
--- nothing outside the database was made that could leak or be made twice. A
--- step that records or starts an action on anything else waits for the disk
--- as always, and its flush carries every earlier lazy commit with it.
--- Measured: the flush is ~0.55 ms of a chain node's ~2.2 ms.
-CREATE OR REPLACE FUNCTION kiln_commit_lazily() RETURNS void LANGUAGE sql AS $$
-  SELECT set_config('synchronous_commit', 'off', true)
-$$;
-
--- STABLE, not IMMUTABLE, because jsonb_build_object is STABLE: PostgreSQL
--- inlines a SQL function into its caller only when the declared volatility
--- holds for its body; an IMMUTABLE one calling a STABLE function runs as a
--- separate SQL-function call (its own executor start) every time.
-CREATE OR REPLACE FUNCTION kiln_ev(
-  p_kind text, p_traversal uuid, p_resource_id int, p_name text, p_physical text,
-  p_action text, p_status text, p_reason text, p_data jsonb
-) RETURNS jsonb LANGUAGE sql STABLE AS $$
-  SELECT jsonb_build_object('kind', p_kind, 'traversal_id', p_traversal, 'resource_id', p_resource_id,
-    'resource_name', p_name, 'physical_id', p_physical, 'action', p_action, 'status', p_status,
-    'reason', coalesce(p_reason, ''), 'data', p_data)
-$$;
-
--- A row's `<action>_IN_PROGRESS` event while its node runs: written by
--- kiln_mark_in_progress, or by kiln_finish_node for an action too quick to mark.
-CREATE OR REPLACE FUNCTION kiln_in_progress_ev(p_trav uuid, p_row resource, p_action text, p_rid int, p_upd boolean)
-RETURNS jsonb LANGUAGE sql STABLE AS $$
-  SELECT kiln_ev('resource', p_trav, p_row.id, p_row.name, p_row.physical_id, p_action, 'IN_PROGRESS', 'state changed',
-                 jsonb_build_object('rid', p_rid, 'update', p_upd, 'state', 'RUNNING'))
-$$;
-
--- The last event number of a stack (0 before the first event).
-CREATE OR REPLACE FUNCTION kiln_last_seq(p_stack uuid) RETURNS bigint LANGUAGE sql STABLE AS $$
-  SELECT coalesce(max(seq), 0) FROM event WHERE stack_id = p_stack
-$$;
-
+-- kiln_emit: number p_events (a jsonb array of kiln_ev objects) after the
+-- stack's last event and insert them; NOTIFY kiln_events when the stack is
+-- followed. Takes the stack's event lock (5 above), so it is the last thing a
+-- step does before it commits.
 CREATE OR REPLACE FUNCTION kiln_emit(p_stack uuid, p_events jsonb) RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
   v_n int := coalesce(jsonb_array_length(p_events), 0);
@@ -111,45 +72,4 @@ BEGIN
               WHERE stack_id IN (p_stack, '00000000-0000-0000-0000-000000000000') AND expires_at > now()) THEN
     PERFORM pg_notify('kiln_events', p_stack::text);
   END IF;
-END $$;
-
--- kiln_watch_events: p_watcher follows p_stacks (the nil uuid: every stack)
--- for p_ttl_ms more; returns each stack's last event number. Each stack's
--- event lock is taken first (in stack-id order, as kiln_emit_each does): a
--- step that is numbering events for it commits before the number is read, and
--- every later step sees the watch. Rows expired long ago (a web server that
--- went away) are removed on the way, skipping any another watcher holds.
-CREATE OR REPLACE FUNCTION kiln_watch_events(p_watcher uuid, p_stacks uuid[], p_ttl_ms int)
-RETURNS TABLE (stack_id uuid, last_seq bigint) LANGUAGE plpgsql AS $$
-BEGIN
-  PERFORM pg_advisory_xact_lock(1263094862, hashtext(s::text)) FROM (SELECT DISTINCT unnest(p_stacks) AS s ORDER BY 1) k;
-  DELETE FROM event_watch w WHERE (w.stack_id, w.watcher) IN (
-    SELECT x.stack_id, x.watcher FROM event_watch x WHERE x.expires_at < now() - interval '10 minutes' FOR UPDATE SKIP LOCKED);
-  INSERT INTO event_watch (stack_id, watcher, expires_at)
-  SELECT DISTINCT s, p_watcher, now() + p_ttl_ms * interval '1 millisecond' FROM unnest(p_stacks) s
-  ON CONFLICT ON CONSTRAINT event_watch_pkey DO UPDATE SET expires_at = EXCLUDED.expires_at;
-  RETURN QUERY SELECT DISTINCT s, kiln_last_seq(s) FROM unnest(p_stacks) s;
-END $$;
-
--- Events of several stacks gathered in one transaction (a claim, a batch of
--- finishes) as {stack_id: [event, …]}, published per stack in stack-id order:
--- the event lock comes last and is taken in one order. Built once from what
--- the step gathered as two arrays (p_lists[i] is the jsonb array of events of
--- p_stacks[i]), not merged item by item: each merge re-encoded the whole
--- growing object.
-CREATE OR REPLACE FUNCTION kiln_events_by_stack(p_stacks uuid[], p_lists jsonb[]) RETURNS jsonb LANGUAGE sql STABLE AS $$
-  SELECT coalesce(jsonb_object_agg(st, evs), '{}') FROM (
-    SELECT u.st::text AS st, jsonb_agg(x.e ORDER BY u.n, x.m) AS evs
-      FROM unnest(p_stacks, p_lists) WITH ORDINALITY u(st, list, n)
-     CROSS JOIN LATERAL jsonb_array_elements(u.list) WITH ORDINALITY x(e, m)
-     GROUP BY u.st) z
-$$;
-
-CREATE OR REPLACE FUNCTION kiln_emit_each(p_by_stack jsonb) RETURNS void LANGUAGE plpgsql AS $$
-DECLARE
-  v_stack text;
-BEGIN
-  FOR v_stack IN SELECT k FROM jsonb_object_keys(p_by_stack) k ORDER BY k::uuid LOOP
-    PERFORM kiln_emit(v_stack::uuid, p_by_stack->v_stack);
-  END LOOP;
 END $$;

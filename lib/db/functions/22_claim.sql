@@ -127,7 +127,7 @@ $$;
 -- order 5).
 -- Returns { jobs: [{ job, begun }], settle: [{ stack_id, traversal_id }], capped }.
 -- Commits lazily when every node it locked is of a type in p_lazy_types and
--- it claimed nothing but node jobs (10_events.sql).
+-- it claimed nothing but node jobs (05_commit_lazily.sql).
 --
 -- A fair share between workers, not all it has room for: one NOTIFY wakes
 -- every worker, and the first to claim used to take a whole burst (ten roots,

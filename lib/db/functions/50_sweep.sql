@@ -15,39 +15,8 @@
 --   e. a traversal whose last root reported, or that failed, but whose stack
 --      was not settled (the worker died between its finish and kiln_settle).
 
--- A node that should have a message and has none: READY without a job, or
--- BLOCKED/RUNNING on a row nobody holds (the retrigger or the holder went
--- missing). Not younger than 2 s: its step may still be committing. A READY
--- node waiting in a long queue is not lost (its job exists): with 10,000
--- nodes that is most of them, and the check is one anti-join over the queue,
--- never a scan of the queue per node. No index finds a node's job by its
--- key, so a nested loop would read the traversal's whole queue once per node
--- (the plan PostgreSQL chose whenever its statistics said the queue was
--- small: 2.3 million index entries, 1.25 million rows, for one sweep of a 1,600-node traversal,
--- test/db/plans.test.ts). Hence no nested loops: the queue is hashed once.
-CREATE OR REPLACE FUNCTION kiln_lost_nodes(p_trav uuid) RETURNS SETOF sync_point LANGUAGE sql STABLE SET enable_nestloop = off AS $$
-  SELECT sp.* FROM sync_point sp
-   WHERE sp.traversal_id = p_trav AND sp.state IN ('READY', 'BLOCKED', 'RUNNING') AND sp.updated_at < now() - interval '2 seconds'
-     AND NOT EXISTS (SELECT 1 FROM job j WHERE j.stack_id = sp.stack_id AND j.traversal_id = sp.traversal_id AND coalesce(j.graph_key_id, j.resource_id) = sp.resource_id
-                       AND j.is_update = sp.is_update AND j.kind = 'check_resource')
-     AND (sp.state = 'READY' OR NOT EXISTS (SELECT 1 FROM resource x WHERE x.id = coalesce(sp.actor_id, sp.resource_id) AND x.engine_id IS NOT NULL))
-$$;
-
-CREATE OR REPLACE FUNCTION kiln_sweep_candidates(p_lease_ms int) RETURNS TABLE (stack_id uuid) LANGUAGE sql STABLE AS $$
-  SELECT r.stack_id FROM resource r WHERE r.engine_id IS NOT NULL AND r.lease_expires_at < now()
-  UNION
-  SELECT j.stack_id FROM job j
-   WHERE j.locked_by IS NOT NULL AND j.locked_at < now() - p_lease_ms * interval '1 millisecond'
-     AND NOT EXISTS (SELECT 1 FROM worker w WHERE w.id = j.locked_by AND w.stopped_at IS NULL
-                       AND w.heartbeat_at > now() - p_lease_ms * interval '1 millisecond')
-  UNION
-  SELECT t.stack_id FROM traversal t WHERE t.outcome IS NULL AND (t.deadline < now() OR t.failure_reason IS NOT NULL OR t.roots_pending <= 0)
-  UNION
-  SELECT t.stack_id FROM traversal t
-   WHERE t.outcome IS NULL AND t.failure_reason IS NULL AND EXISTS (SELECT 1 FROM kiln_lost_nodes(t.id))
-$$;
-
-
+-- kiln_sweep_stack: one sweep of one stack, alone on its stack row (a-e
+-- above); returns what it did: { broken, requeued, released, timed_out }.
 CREATE OR REPLACE FUNCTION kiln_sweep_stack(p_stack uuid, p_lease_ms int) RETURNS jsonb LANGUAGE plpgsql AS $$
 DECLARE
   s stack%ROWTYPE;
@@ -133,21 +102,4 @@ BEGIN
   IF t.id IS NOT NULL THEN PERFORM kiln_settle(s.id, t.id); END IF;
   IF v_requeued > 0 OR v_released > 0 THEN PERFORM pg_notify('kiln_jobs', ''); END IF;
   RETURN jsonb_build_object('broken', v_broken, 'requeued', v_requeued, 'released', v_released, 'timed_out', v_timed_out);
-END $$;
-
--- Heartbeat: a worker proves it is alive and extends the leases of the locks it holds.
--- Only the rows the worker says it is acting on are extended, so a lock it
--- forgot (a bug) still expires and is swept.
-CREATE OR REPLACE FUNCTION kiln_heartbeat(p_worker uuid, p_lease_ms int, p_rows int[]) RETURNS int LANGUAGE plpgsql SET enable_seqscan = off SET plan_cache_mode = force_generic_plan AS $$
-DECLARE
-  v_n int;
-BEGIN
-  UPDATE worker SET heartbeat_at = now(), state = CASE WHEN state = 'dead' THEN 'running' ELSE state END
-   WHERE id = p_worker AND stopped_at IS NULL;
-  IF NOT FOUND THEN RETURN -1; END IF;
-  -- Rows in id order, as every other multi-row lock of resource rows.
-  UPDATE resource SET lease_expires_at = now() + p_lease_ms * interval '1 millisecond'
-   WHERE id IN (SELECT id FROM resource WHERE engine_id = p_worker AND id = ANY(p_rows) ORDER BY id FOR UPDATE);
-  GET DIAGNOSTICS v_n = ROW_COUNT;
-  RETURN v_n;
 END $$;

@@ -1,7 +1,7 @@
 /**
  * Resource signals (OS::Heat::WaitConditionHandle): stored by the API, read
  * by a wait condition's action in a worker, which parks until a signal to its
- * handle wakes it (kiln_wake, lib/db/functions/25_park.sql).
+ * handle wakes it (kiln_wake, lib/db/functions/27_wake.sql).
  */
 import type pg from 'pg'
 import { withTransaction } from '../client'

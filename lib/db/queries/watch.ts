@@ -1,5 +1,5 @@
 /**
- * Following stacks' events live (kiln_watch_events, 10_events.sql): a step
+ * Following stacks' events live (kiln_watch_events, 12_watch_events.sql): a step
  * sends NOTIFY kiln_events only for a stack somebody watches, so whoever
  * LISTENs registers what it follows here, and keeps the watch alive.
  */

@@ -1,4 +1,4 @@
-/** Worker registration, heartbeats and the sweeper (SQL in lib/db/functions/50_sweep.sql). */
+/** Worker registration, heartbeats and the sweeper (SQL in lib/db/functions/50_sweep.sql and 53_heartbeat.sql). */
 import os from 'node:os'
 import type pg from 'pg'
 
