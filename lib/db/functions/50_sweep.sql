@@ -1,5 +1,5 @@
--- The sweeper: what keeps a traversal from ever stalling (Heat §6.2: a lost
--- message or a dead engine leaves Heat's stack IN_PROGRESS forever). Every
+-- The sweeper: what keeps a traversal from ever stalling (in Heat, a lost
+-- message or a dead engine leaves the stack IN_PROGRESS forever). Every
 -- worker runs it on a timer (the earliest lease or deadline, with jitter); it is
 -- idempotent and serialised per stack by the stack row lock.
 --
