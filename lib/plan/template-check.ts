@@ -72,7 +72,7 @@ function asSource(t: string | Record<string, unknown>): string {
   return typeof t === 'string' ? t : JSON.stringify(t, null, 2)
 }
 
-/** The order new rows are inserted in (dependents first, as Heat's reverse topological walk). */
+/** What a traversal is started from: the resource names in the order their new rows are inserted (the definition's), their types and dependencies, and the checks of adopted (external_id) resources. */
 export function planFor(definition: Pick<StackDefinition, 'resources'>, opts: { fingerprints?: boolean } = {}): TraversalPlan {
   const names = Object.keys(definition.resources)
   const types: Record<string, string> = {}
