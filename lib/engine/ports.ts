@@ -85,7 +85,7 @@ export type BeginResult =
   | { outcome: 'gone' | 'stale' | 'duplicate' | 'skipped' | 'blocked' }
   | ({ outcome: 'locked'; resource: ResourceRow; inputs: NodePayload[]; replacesUuid: string | null; resumed?: ResumedNode } & NodeScope)
 
-/** A parked node taken up again (lib/db/functions/25_park.sql): its action runs again from its start. */
+/** A parked node taken up again (lib/db/functions/26_resume_node.sql): its action runs again from its start. */
 export interface ResumedNode extends ResumedPark {
   /** Woken to stop (a delete, a preempting update, its traversal timed out or failing): the action starts aborted with this reason. */
   abort: string | null

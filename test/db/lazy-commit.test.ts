@@ -1,5 +1,5 @@
 /**
- * Lazy commits (kiln_commit_lazily, lib/db/functions/10_events.sql): a node
+ * Lazy commits (kiln_commit_lazily, lib/db/functions/05_commit_lazily.sql): a node
  * step whose every row is of a state-only type the worker names commits with
  * synchronous_commit off (a claim, a finish, a batch, a replacement, an
  * in-progress mark); a step that releases or locks any other row waits for
