@@ -2,7 +2,7 @@
  * Workers with fewer job slots than ready nodes. A worker claims again when a
  * slot frees up only if its last claim round was cut short by capacity (it
  * filled every slot, or a NOTIFY came while all were busy); otherwise a freed
- * slot claims nothing (worker/runtime.ts, `wanted`). If that bookkeeping missed a
+ * slot claims nothing (worker/claim-loop.ts, `wanted`). If that bookkeeping missed a
  * case, the jobs left in the queue would wait for a NOTIFY that never comes and
  * the stack would never settle: these tests would time out.
  */
