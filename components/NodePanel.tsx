@@ -66,6 +66,8 @@ export function NodePanel({ stackId, node, version, workers, onClose }: { stackI
 
   const reason = node.last ? describeEvent(node.last, workers) : ''
   const notes = notesOf(node)
+  // Parked at a hook of the environment (pre-create, …): Continue clears it, as `openstack stack hook clear` does.
+  const hook = node.parkedUntil && node.last ? (/paused until Hook (pre-(?:create|update|delete)) is cleared/.exec(node.last.reason)?.[1] ?? null) : null
   return (
     <div className="node-panel" role="dialog" aria-modal="false" aria-labelledby="node-panel-title" data-testid="node-panel" data-version={version}>
       <header>
@@ -92,6 +94,7 @@ export function NodePanel({ stackId, node, version, workers, onClose }: { stackI
         )}
         {notes.length > 0 && (<><dt>Notes</dt><dd>{notes.join(', ')}</dd></>)}
       </dl>
+      {hook && <HookGate stackId={stackId} resource={node.name} hook={hook} />}
       {rowError && <p className="error">The row could not be read: {rowError}</p>}
       {node.drift && <DriftFinding mark={node.drift} listed={row?.drift?.traversalId === node.drift.traversalId ? row.drift.changes : null} />}
       {row?.properties && (
@@ -117,6 +120,25 @@ export function NodePanel({ stackId, node, version, workers, onClose }: { stackI
         </ol>
       </details>
     </div>
+  )
+}
+
+/** A node waiting at a hook: what it waits for, and the button that lets it go on. */
+function HookGate({ stackId, resource, hook }: { stackId: string; resource: string; hook: string }) {
+  const [state, setState] = useState<{ busy: boolean; error: string | null }>({ busy: false, error: null })
+  const clear = () => {
+    setState({ busy: true, error: null })
+    api('POST', `/api/stacks/${stackId}/resources/${encodeURIComponent(resource)}/signal`, { unset_hook: hook })
+      .then(() => setState({ busy: false, error: null }))
+      .catch((e: Error) => setState({ busy: false, error: e.message }))
+  }
+  return (
+    <section className="hook-gate" aria-labelledby="node-hook-title" data-testid="node-hook">
+      <h3 id="node-hook-title">Waiting at a hook</h3>
+      <p>The environment sets a <code>{hook}</code> hook on {resource}: the operation stops here until it is cleared.</p>
+      <button type="button" onClick={clear} disabled={state.busy}>Continue (clear the {hook} hook)</button>
+      {state.error && <p className="error" role="alert">{state.error}</p>}
+    </section>
   )
 }
 

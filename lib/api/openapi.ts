@@ -79,7 +79,7 @@ export function openApiDocument(): Record<string, unknown> {
     { method: 'get', path: '/api/stacks/{stack}/drift', summary: 'The latest drift check: per resource IN_SYNC, MODIFIED (with the changed properties), DELETED or NOT_CHECKED', ok: 200 },
     { method: 'get', path: '/api/stacks/{stack}/resources', summary: 'Resource rows with lock owner, lease and last traversal (all=1: deleted rows too)', query: ['all'], ok: 200 },
     { method: 'get', path: '/metrics', summary: 'Prometheus metrics of this web server and the database-wide gauges (admin tokens only)', ok: 200 },
-    { method: 'post', path: '/api/stacks/{stack}/resources/{resource}/signal', summary: 'Signal an OS::Heat::WaitConditionHandle (a project token, or the handle’s own token)', body: s.SignalBody, ok: 200 },
+    { method: 'post', path: '/api/stacks/{stack}/resources/{resource}/signal', summary: 'Signal an OS::Heat::WaitConditionHandle (a project token, or the handle’s own token), or clear the hook a resource waits at: {"unset_hook": "pre-create"} (a project token)', body: s.SignalBody, ok: 200 },
     { method: 'get', path: '/api/stacks/{stack}/workers', summary: 'hostname:pid of the workers named by the given ids (ids=a,b,…; at most 100), as the stack page shows lock holders', query: ['ids'], ok: 200 },
     { method: 'get', path: '/api/stacks/{stack}/resources/{resource}', summary: 'One resource row by id (deleted ones too)', ok: 200 },
     { method: 'get', path: '/api/stacks/{stack}/events', summary: 'Events after a sequence number (resume after any gap); `traversal` filters by a traversal id or `current` (the answer then names it as `traversalId`)', query: ['after', 'limit', 'resource', 'traversal'], ok: 200 },

@@ -59,8 +59,11 @@ export const SignalBody = z
     reason: z.string().max(4096).optional(),
     data: z.unknown().optional(),
     id: z.union([z.string().min(1).max(255), z.number().int()]).optional(),
+    // Heat's hook clear: {"unset_hook": "pre-create"}, alone (lib/template/hooks.ts).
+    unset_hook: z.string().max(64).optional(),
   })
   .strict()
+  .refine((b) => b.unset_hook === undefined || Object.keys(b).length === 1, { message: 'unset_hook clears a hook and takes no other field', path: ['unset_hook'] })
 export const CancelBody = z.object({ rollback: z.boolean().default(true) }).strict()
 export const ValidateBody = z.object({ ...submission, strict: z.boolean().optional() }).strict()
 export const LoginBody = z.object({ token: z.string().min(1).max(200) }).strict()

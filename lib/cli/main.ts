@@ -1,7 +1,7 @@
 /**
  * `kiln`: the command-line client of Kiln's REST API.
  *
- *   kiln stack create|update|preview|plan|apply|plans|discard-plan|diff|import|cancel|delete|list|show|output|drift|events|watch|export-graph
+ *   kiln stack create|update|preview|plan|apply|plans|discard-plan|diff|import|cancel|delete|list|show|output|drift|hook|events|watch|export-graph
  *   kiln snapshot list|delete
  *   kiln template validate
  *
@@ -335,6 +335,25 @@ stack
   })
 
 stack
+  .command('hook <stack> [resources...]')
+  .description('list the hooks (pre-create, pre-update, pre-delete) the running operation waits at; given resources, clear theirs so the operation goes on')
+  .option('--type <hook>', 'the hook to clear (default: the one each resource waits at)')
+  .action(async (ref, names: string[], o) => {
+    const c = client()
+    const { stack: s } = await c.get(`/api/stacks/${encodeURIComponent(ref)}`)
+    const waiting = await pendingHooks(c, s.id, s.currentTraversalId)
+    if (!names.length) return print(waiting, () => (waiting.length ? table(waiting, ['resource', 'hook', 'reason', 'at']) : `${s.name}: no resource waits at a hook`))
+    const cleared: { resource: string; hook: string }[] = []
+    for (const name of names) {
+      const hook = o.type ?? waiting.find((w) => w.resource === name)?.hook
+      if (!hook) fail(`${name} waits at no hook of ${s.name}'s running operation`, 1)
+      await c.post(`/api/stacks/${s.id}/resources/${encodeURIComponent(name)}/signal`, { unset_hook: hook })
+      cleared.push({ resource: name, hook })
+    }
+    print(cleared, () => cleared.map((h) => `${s.name}: ${h.hook} hook of ${h.resource} cleared`).join('\n'))
+  })
+
+stack
   .command('events <stack>')
   .description("list a stack's events in sequence order")
   .option('--after <seq>', 'only events after this sequence number', '0')
@@ -407,4 +426,17 @@ export function run(argv: string[] = process.argv): Promise<unknown> {
     }
     fail(err instanceof Error ? err.message : String(err), 1)
   })
+}
+
+/** The hooks nodes of the traversal wait at: each resource's latest hook event there is a pause, not a clear. */
+async function pendingHooks(c: ReturnType<typeof client>, stackId: string, traversalId: string | null) {
+  type Ev = { seq: number; at: string; resourceName: string | null; reason: string; traversalId: string | null; data?: { hook?: string; hook_state?: string } | null }
+  const latest = new Map<string, Ev>()
+  for (let after = 0; ; ) {
+    const { events } = (await c.get(`/api/stacks/${stackId}/events?after=${after}&limit=5000`)) as { events: Ev[] }
+    for (const e of events) if (e.data?.hook && e.resourceName && e.traversalId === traversalId) latest.set(`${e.resourceName} ${e.data.hook}`, e)
+    if (events.length < 5000) break
+    after = events.at(-1)!.seq
+  }
+  return [...latest.values()].filter((e) => e.data!.hook_state === 'paused').map((e) => ({ resource: e.resourceName!, hook: e.data!.hook!, reason: e.reason, at: e.at }))
 }

@@ -3,7 +3,7 @@ import type pg from 'pg'
 import type { ConvergenceStore, FinishRequest, FinishResult, ReplaceRequest, ReplaceResult } from '../engine/ports'
 import { withRetry } from './retry'
 import { StepBatcher } from './step-batcher'
-import { beginNode, finishNode, finishNodes, markAdopting, markInProgress, parkNode, recordIntent, replaceNode, replaceNodes, reportProgress } from './queries/node'
+import { beginNode, finishNode, finishNodes, markAdopting, markInProgress, parkNode, recordHook, recordIntent, replaceNode, replaceNodes, reportProgress } from './queries/node'
 import { outsideObjectStore } from './queries/outside-objects'
 import { recordDrift } from './queries/drift'
 import { loadTraversal } from './queries/traversal'
@@ -48,6 +48,7 @@ export function createStore(pool: pg.Pool, opts: StoreOptions): ConvergenceStore
     parkNode: (job, req) => retry('park', () => parkNode(pool, workerId, job, req)),
     markInProgress: (job, action) => retry('mark', () => markInProgress(pool, workerId, job, action, lazyTypes)),
     recordIntent: (job, properties, requires) => retry('intent', () => recordIntent(pool, workerId, job, properties, requires)),
+    recordHook: (job, hook, reason) => retry('hook', () => recordHook(pool, workerId, job, hook, reason)),
     reportProgress: (job, message, fraction) => reportProgress(pool, workerId, job, message, fraction).catch(() => {}),
     markAdopting: (job, externalId) => retry('adopt', () => markAdopting(pool, workerId, job, externalId)),
     recordDrift: (job, record) => retry('drift', () => recordDrift(pool, job.traversalId!, record)),

@@ -20,6 +20,7 @@ import { ParkAction, ReplaceRequired, ResourceActionError, type ParkWait } from 
 import { changedProperties, needsReplacement, validateProperties } from '../resources/schema'
 import { addSecretValues, secretsOfType, withAttributeForms } from '../resources/secrets'
 import { storedForms } from '../template'
+import { hookHandle, hooksOf, type HookType } from '../template/hooks'
 import { createsAgain, decideCleanup, decideNode, type SeenObject } from './decide'
 import { NodeSecrets } from './node-secrets'
 import { adoptionOf, definitionFingerprint, externalIdRefusal, withoutAdoption } from './adoption'
@@ -138,6 +139,8 @@ export const MARK_AFTER_MS = 50
 class NodeRun {
   /** The action whose IN_PROGRESS state the finish must still record. */
   private unmarked: ResourceAction | null = null
+  /** The hook this node stopped at is cleared (atHook): a resumed park was the hook's, not the action's. */
+  private pastHook = false
   private readonly row: ResourceRow
   private readonly scope: NodeScope
   private readonly key: { rid: number; update: boolean }
@@ -226,6 +229,8 @@ class NodeRun {
     let last = 0
     const every = this.deps.progressIntervalMs ?? 1000
     const owner = { projectId: this.ctx!.stored.projectId, stackId: this.scope.stack.id, resourceName: this.row.name, resourceUuid: as.uuid }
+    // The park this run resumes from was the hook's, not the action's: the action starts afresh (its own wait, its own time).
+    const resumed = this.pastHook ? null : (this.begun.resumed ?? null)
     return {
       projectId: owner.projectId,
       stackId: this.scope.stack.id,
@@ -245,12 +250,12 @@ class NodeRun {
       config: this.deps.typeConfig,
       objects: bindOutsideObjects(this.deps.store.objects, owner),
       signals: {
-        waitFor: signalWaiter(this.deps.store.signals, owner.stackId, signal, this.begun.resumed ?? null),
+        waitFor: signalWaiter(this.deps.store.signals, owner.stackId, signal, resumed),
         list: (handle) => this.deps.store.signals.list(owner.stackId, handle),
         clear: (handle) => this.deps.store.signals.clear(owner.stackId, handle),
       },
       park,
-      resumed: this.begun.resumed ?? null,
+      resumed,
     }
   }
 
@@ -361,6 +366,8 @@ class NodeRun {
       case 'replace':
         return this.replace(def.type, decision.reason, props)
       case 'create': {
+        const held = await this.atHook('pre-create', 'CREATE')
+        if (held) return held
         // Write-ahead for effects outside Kiln: if this worker dies after the create made
         // something and before its result is stored, the row's cleanup still finds it.
         if (!type.stateOnly && !(await this.deps.store.recordIntent(this.job, props, this.requires()))) {
@@ -372,6 +379,8 @@ class NodeRun {
         return this.completed('CREATE', def.type, props, res.value, common, 'created')
       }
       case 'update': {
+        const held = await this.atHook('pre-update', 'UPDATE')
+        if (held) return held
         const marked = this.markWhenSlow('UPDATE')
         const res = await this.act((rc) => type.update(rc, props, prev, decision.changed))
         await marked()
@@ -472,6 +481,33 @@ class NodeRun {
     })
   }
 
+  /**
+   * Heat's hooks: when the environment sets `hook` on this resource, the node
+   * stops before its action until the hook is cleared (a signal with
+   * `unset_hook`, kiln_clear_hook), parked, holding no worker slot. Null once
+   * it may go on; else how the node run ends for now (parked, or failed: the
+   * traversal's time ran out first, or it was told to stop).
+   */
+  private async atHook(hook: HookType, action: ResourceAction): Promise<NodeResult | null> {
+    if (!hooksOf(this.ctx!.definition?.hooks, this.row.name).includes(hook)) return null
+    const handle = hookHandle(hook, this.scope.traversal.id, this.row.name)
+    const reason = `${action} paused until Hook ${hook} is cleared`
+    const res = await this.act(async (rc) => {
+      // The count of the wake key is read before the pause is recorded: a clear that comes after
+      // the record wakes the park (or makes it answer 'again'); one before it finds no pause (a 400).
+      const { wakeKey, seen, signals } = await this.deps.store.signals.read(this.scope.stack.id, handle)
+      if (signals.length) {
+        this.pastHook = true
+        return
+      }
+      if (rc.resumed?.due) throw new ResourceActionError(`Hook ${hook} was not cleared before the stack's timeout`)
+      // Once per wait: a resumed run has said so already.
+      if (!rc.resumed) await this.deps.store.recordHook(this.job, hook, reason)
+      rc.park({ reason, until: rc.resumed?.until ?? this.scope.traversal.deadline, wakeKey, seen })
+    })
+    return res.ok ? null : this.actionFailed(action, res)
+  }
+
   private actionFailed(action: ResourceAction, res: { error: unknown; aborted: string | null }): Promise<NodeResult> {
     if (res.aborted) return this.fail(action, `${action} aborted (${res.aborted})`, true)
     if (res.error instanceof ParkAction) return this.park(action, res.error.wait)
@@ -564,6 +600,8 @@ class NodeRun {
       case 'delete': {
         const type = this.deps.types.get(this.row.type)
         if (!type) return this.fail('DELETE', `unknown resource type ${this.row.type}`)
+        const held = await this.atHook('pre-delete', 'DELETE')
+        if (held) return held
         // A create that never stored its result deletes by the properties it was started with.
         const state = { ...this.stored(), properties: this.row.properties ?? this.row.pendingProperties ?? {} }
         // deletion_policy Snapshot: a copy first (a type that cannot take one was refused when the template

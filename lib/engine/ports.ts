@@ -231,6 +231,8 @@ export interface ConvergenceStore {
    */
   recordIntent(job: ClaimedJob, properties: Record<string, unknown>, requires: number[]): Promise<boolean>
   reportProgress(job: ClaimedJob, message: string, fraction: number | null): Promise<void>
+  /** The node reached a hook (`pre-create`, …) and parks at it next: its resource event, with Heat's reason. */
+  recordHook(job: ClaimedJob, hook: string, reason: string): Promise<void>
   /**
    * Before an adoption (external_id) acts: the row is kept when deleted (deletion_policy Retain, as Heat
    * never deletes an external resource) and its data names the external id, so that the cleanup of an

@@ -33,7 +33,7 @@ export interface PreviewOutcome {
  */
 export function storedDefinition(stored: StoredTemplate, budget: Budget, outputsOnly = false): PortableDefinition {
   const def = storedStackDefinition(stored, budget, outputsOnly)
-  return { parameters: def.parameters, hiddenParameters: def.hiddenParameters, secretForms: def.secretForms, resources: def.resources, outputs: def.outputs }
+  return { parameters: def.parameters, hiddenParameters: def.hiddenParameters, secretForms: def.secretForms, resources: def.resources, outputs: def.outputs, ...(def.hooks ? { hooks: def.hooks } : {}) }
 }
 
 /** The same, with everything buildDefinition gives (the parsed template, the conditions). */

@@ -180,7 +180,8 @@ export function environmentToJson(env: Environment): Record<string, unknown> {
   const out: Record<string, unknown> = {}
   if (Object.keys(env.parameters).length) out.parameters = env.parameters
   if (Object.keys(env.parameterDefaults).length) out.parameter_defaults = env.parameterDefaults
-  if (Object.keys(env.resourceRegistry).length) out.resource_registry = env.resourceRegistry
+  const hooks = env.hooks?.length ? { resources: Object.fromEntries(env.hooks.map((h) => [h.pattern, { hooks: h.hooks }])) } : {}
+  if (Object.keys(env.resourceRegistry).length || env.hooks?.length) out.resource_registry = { ...env.resourceRegistry, ...hooks }
   return out
 }
 

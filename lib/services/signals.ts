@@ -5,7 +5,8 @@
  * in one transaction (lib/db/queries/signals.ts).
  */
 import type { Db } from '../db/client'
-import { signalTarget, signalTargetByUuid, storeSignal, type SignalTarget } from '../db/queries/signals'
+import { clearHook, signalTarget, signalTargetByUuid, storeSignal, type SignalTarget } from '../db/queries/signals'
+import { HOOK_TYPES, isHookType } from '../template/hooks'
 import { signalTokenHash, signalTokenRow, WAIT_CONDITION_HANDLE } from '../resources/builtin/wait-condition'
 import { ConflictError, NotFoundError, ValidationError } from '../plan/errors'
 
@@ -21,9 +22,19 @@ export interface SignalBody {
   reason?: string
   data?: unknown
   id?: string | number
+  unset_hook?: string
 }
 
 export function createSignalService(pool: Db['pool']) {
+  /** Heat's `unset_hook`: the node of `resource` waiting at `hook` goes on (lib/template/hooks.ts). */
+  async function clearHookOf(who: Signaller, stackId: string, resource: string, hook: string): Promise<{ id: string; count: number }> {
+    // A handle's own token signals that handle and nothing else.
+    if (!('projectId' in who)) throw new NotFoundError(`resource ${resource} not found`)
+    if (!isHookType(hook)) throw new ValidationError(`Invalid hook type "${hook}" for ${resource}: Kiln's hooks are ${HOOK_TYPES.join(', ')}`)
+    if (!(await clearHook(pool, stackId, resource, hook))) throw new ValidationError(`The "${hook}" hook is not defined on ${resource}: no node of it waits at that hook`)
+    return { id: 'unset_hook', count: 1 }
+  }
+
   return {
     /** The handle a signal token may signal, or null when the token is not a valid one. */
     async tokenHandle(token: string): Promise<SignalTarget | null> {
@@ -37,6 +48,7 @@ export function createSignalService(pool: Db['pool']) {
 
     /** Signal `resource` of the stack `stackId` (already resolved within the caller's project). */
     async signal(who: Signaller, stackId: string, resource: string, body: SignalBody): Promise<{ id: string; count: number }> {
+      if (body.unset_hook !== undefined) return clearHookOf(who, stackId, resource, body.unset_hook)
       const target = await signalTarget(pool, stackId, resource)
       if (!target || ('projectId' in who && target.projectId !== who.projectId)) throw new NotFoundError(`resource ${resource} not found`)
       if ('handleUuid' in who && target.uuid !== who.handleUuid) throw new NotFoundError(`resource ${resource} not found`)

@@ -174,6 +174,7 @@ export function buildDefinition(t: ParsedTemplate, opts: BuildOptions = {}): Sta
     outputs,
     conditions: Object.fromEntries(Object.keys(t.conditions).map((name) => [name, conditionCache.get(name) === true])),
     disabled: Object.fromEntries(Object.keys(t.resources).filter((name) => !scope.enabled.has(name)).map((name) => [name, t.resources[name]!.condition])),
+    ...(opts.environment?.hooks?.length ? { hooks: opts.environment.hooks } : {}),
   }
 }
 

@@ -1,9 +1,10 @@
 /**
  * parseEnvironment: a Heat environment (`parameters`, `parameter_defaults`,
- * `resource_registry`) given as YAML/JSON text or an object. Only type
- * aliases are supported in the registry (`My::Server: OS::Heat::None`), not
- * nested template files or per-resource overrides, since Kiln has no file
- * store to fetch them from; those are reported as errors rather than ignored,
+ * `resource_registry`) given as YAML/JSON text or an object. The registry
+ * takes type aliases (`My::Server: OS::Heat::None`) and hooks per resource
+ * (`resources: {db: {hooks: pre-create}}`, lib/template/hooks.ts), not
+ * nested template files or per-resource type overrides, since Kiln has no
+ * file store to fetch them from; those are reported as errors rather than ignored,
  * as are Heat's sections Kiln cannot honour (event_sinks,
  * parameter_merge_strategies, encrypted_param_names) when they are not empty.
  * Issues are prefixed `environment.` so they never look like template paths.
@@ -12,6 +13,7 @@ import { BudgetExceeded, DEFAULT_EVALUATION_LIMITS, deeperThan } from './budget'
 import { IssueList } from './issues'
 import { isMap, readYaml } from './parse'
 import { formatPath, PositionIndex, type PathPart } from './positions'
+import { readHookRules, type HookRule } from './hooks'
 import type { Environment } from './types'
 
 const SECTIONS = ['parameters', 'parameter_defaults', 'resource_registry', 'encrypted_param_names', 'event_sinks', 'parameter_merge_strategies']
@@ -65,11 +67,12 @@ export function parseEnvironment(source: string | object | null | undefined, max
   const parameters = section('parameters')
   const parameterDefaults = section('parameter_defaults')
   const resourceRegistry: Record<string, string> = {}
+  let hooks: HookRule[] = []
   for (const [from, to] of Object.entries(section('resource_registry'))) {
     if (typeof to === 'string' && !/\.(ya?ml|json|template)$/.test(to) && !to.includes('/')) {
       resourceRegistry[from] = to
     } else if (from === 'resources' && isMap(to)) {
-      issues.add('structure', ['resource_registry', 'resources'], 'per-resource registry entries are not supported; alias the type instead')
+      hooks = readHookRules(to, issues)
     } else {
       issues.add('structure', ['resource_registry', from], 'resource_registry entries must alias a type name to another type name (nested template files are not supported)')
     }
@@ -88,7 +91,7 @@ export function parseEnvironment(source: string | object | null | undefined, max
     }
   }
   issues.throwIfAny()
-  return { parameters, parameterDefaults, resourceRegistry }
+  return { parameters, parameterDefaults, resourceRegistry, ...(hooks.length ? { hooks } : {}) }
 }
 
 /** The type a template type name stands for after following registry aliases. */

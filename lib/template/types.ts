@@ -120,11 +120,22 @@ export interface ParsedTemplate {
   positionOf(path: ReadonlyArray<string | number>): SourcePosition | null
 }
 
+/** Heat's hooks Kiln honours (lib/template/hooks.ts). */
+export type HookType = 'pre-create' | 'pre-update' | 'pre-delete'
+
+export interface HookRule {
+  /** A resource name, or a pattern with `*`, `?` and `[…]` (Python's fnmatchcase). */
+  pattern: string
+  hooks: HookType[]
+}
+
 export interface Environment {
   parameters: Record<string, unknown>
   parameterDefaults: Record<string, unknown>
   /** `resource_registry` aliases: template type name -> registered type name. */
   resourceRegistry: Record<string, string>
+  /** `resource_registry.resources`: the hooks set on resources by name or pattern (lib/template/hooks.ts). */
+  hooks?: HookRule[]
 }
 
 /** What the template module needs to know about resource types (implemented by lib/resources). */
@@ -202,6 +213,8 @@ export interface PortableDefinition {
   /** Resources whose condition holds, by name. */
   resources: Record<string, ResourceDefinition>
   outputs: Record<string, OutputSnippet>
+  /** The environment's hooks: where a traversal stops until they are cleared. */
+  hooks?: HookRule[]
 }
 
 export interface StackDefinition {
@@ -219,6 +232,8 @@ export interface StackDefinition {
   conditions: Record<string, boolean>
   /** Resources the template defines whose condition is false, with that condition as written. */
   disabled: Record<string, unknown>
+  /** The environment's hooks (lib/template/hooks.ts). */
+  hooks?: HookRule[]
 }
 
 /** Values of other resources, provided by the engine when resolving. */

@@ -132,8 +132,9 @@ export function heatApiReference(): string {
   }
   out.push(
     'What else Heat has and Kiln does not: nested stacks and template resources (a `resource_registry` entry that names a',
-    'file is refused), `get_file`, stack snapshots, abandon and adopt, suspend and resume, resource signals and',
-    'software deployments. Which template functions and resource types Kiln supports is in',
+    'file is refused), `get_file`, stack snapshots, abandon and adopt, suspend and resume, and software deployments.',
+    'A resource signal takes a wait condition handle\'s signals, and `{"unset_hook": …}` clears a hook a node waits at',
+    '(`openstack stack hook poll` and `hook clear` work). Which template functions and resource types Kiln supports is in',
     '[hot-functions.md](hot-functions.md) and [resource-types.md](resource-types.md).',
     '',
   )

@@ -6,7 +6,7 @@
  */
 import type { Page } from 'playwright-core'
 import { beforeAll, describe, expect, test } from 'vitest'
-import { browserSuite, chain, useUiSession } from '../helpers/ui-session'
+import { browserSuite, chain, plainChain, useUiSession } from '../helpers/ui-session'
 
 describe.runIf(browserSuite)('UI in Chromium: cancel, rollback, delete', () => {
   const ui = useUiSession()
@@ -102,6 +102,25 @@ describe.runIf(browserSuite)('UI in Chromium: cancel, rollback, delete', () => {
     await waitStatus('CHECK_COMPLETE', 30_000)
     await page.getByRole('button', { name: 'Rollback' }).click()
     await waitStatus('ROLLBACK_COMPLETE', 45_000)
+  })
+
+  test('a node waiting at a hook says so in its panel, and Continue lets the create go on', async () => {
+    const res = await fetch(`${ui.web.url}/api/stacks`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-auth-token': ui.a.token },
+      body: JSON.stringify({ name: 'hooked', template: plainChain('h1'), environment: { resource_registry: { resources: { subnet: { hooks: 'pre-create' } } } } }),
+    })
+    expect(res.status).toBe(201)
+    const id = ((await res.json()) as { stack: { id: string } }).stack.id
+    await page.goto(`/stacks/${id}?node=subnet`)
+    // The hook holds subnet for as long as the test takes: only the button below lets it go.
+    await page.getByTestId('node-hook').waitFor({ timeout: 60_000 })
+    expect(await page.getByTestId('node-hook').innerText()).toMatch(/pre-create hook on subnet/)
+    await accessible('node waiting at a hook')
+    await shot('09-hook-gate')
+    await page.getByRole('button', { name: 'Continue (clear the pre-create hook)' }).click()
+    await waitStatus('CREATE_COMPLETE', 60_000)
+    await expect.poll(() => page.getByTestId('node-hook').count()).toBe(0)
   })
 
   test('delete with confirmation', async () => {

@@ -243,6 +243,11 @@ export async function markAdopting(pool: pg.Pool, workerId: string, job: Claimed
   return rowCount === 1
 }
 
+/** The node reached a hook and parks at it next (kiln_node_hook). */
+export async function recordHook(pool: pg.Pool, workerId: string, job: ClaimedJob, hook: string, reason: string): Promise<void> {
+  await pool.query('SELECT kiln_node_hook($1, $2, $3, $4)', [job.id, workerId, hook, reason])
+}
+
 export async function reportProgress(pool: pg.Pool, workerId: string, job: ClaimedJob, message: string, fraction: number | null): Promise<void> {
   await pool.query('SELECT kiln_node_progress($1, $2, $3, $4)', [job.id, workerId, message.slice(0, 500), fraction])
 }

@@ -114,3 +114,9 @@ export async function clearSignals(pool: pg.Pool, stackId: string, handle: strin
     [stackId, handle, signalWakeKey(stackId, handle)],
   )
 }
+
+/** Clear the hook a node of the stack's current traversal waits at (kiln_clear_hook); false when none waits there. */
+export async function clearHook(pool: pg.Pool, stackId: string, resource: string, hook: string): Promise<boolean> {
+  const { rows } = await pool.query<{ ok: boolean }>('SELECT kiln_clear_hook($1, $2, $3) AS ok', [stackId, resource, hook])
+  return rows[0]!.ok
+}

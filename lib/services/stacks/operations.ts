@@ -6,7 +6,7 @@
  */
 import crypto from 'node:crypto'
 import { insertStackWithTemplate } from '../../db/queries/stacks'
-import { insertTemplate } from '../../db/queries/templates'
+import { insertTemplate, templateInputs } from '../../db/queries/templates'
 import { stopTraversal } from '../../db/queries/traversal'
 import { ConflictError } from '../../plan/errors'
 import { EMPTY_TEMPLATE_SOURCE } from '../../plan/template-check'
@@ -62,6 +62,7 @@ export class OperationSystem {
       return { stack, traversalId: stack.currentTraversalId, action: 'DELETE', superseded: null }
     }
     const templateId = crypto.randomUUID()
+    const environment = await deleteEnvironment(pool, stack.rawTemplateId)
     return startOperation(
       pool,
       {
@@ -71,7 +72,7 @@ export class OperationSystem {
         plan: { names: [], types: {}, dependsOn: {} },
         startedBy: actor.name,
         abortInFlight: true,
-        before: (c) => insertTemplate(c, stack.id, { id: templateId, source: EMPTY_TEMPLATE_SOURCE, templateText: '{}', environment: {}, parameters: {} }),
+        before: (c) => insertTemplate(c, stack.id, { id: templateId, source: EMPTY_TEMPLATE_SOURCE, templateText: '{}', environment, parameters: {} }),
       },
       stack,
       'DELETE',
@@ -112,4 +113,15 @@ export class OperationSystem {
     const plan = await storedPlan(pool, stack, stack.rawTemplateId)
     return startOperation(pool, { stackId: stack.id, action, rawTemplateId: stack.rawTemplateId, plan, startedBy: actor.name, expectTraversalId: stack.currentTraversalId }, stack, action)
   }
+}
+
+/**
+ * A delete's environment: the stack's hooks, so that its pre-delete hooks
+ * stop the delete as Heat's do; nothing else of the environment matters to a
+ * traversal of the empty template.
+ */
+async function deleteEnvironment(pool: Parameters<typeof templateInputs>[0], templateId: string | null): Promise<Record<string, unknown>> {
+  const current = templateId ? await templateInputs(pool, templateId) : null
+  const registry = (current?.environment as { resource_registry?: { resources?: Record<string, unknown> } } | null)?.resource_registry
+  return registry?.resources ? { resource_registry: { resources: registry.resources } } : {}
 }
