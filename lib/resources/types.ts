@@ -99,6 +99,13 @@ export interface AttributeSchema {
   /** Never shown in API responses or events. */
   secret?: boolean
   /**
+   * Secret, but shown to the stack's project on a show of this one resource
+   * (an explicit request, as an output show is): what a person needs in
+   * order to use the resource, such as the command that signals a handle.
+   * Masked in lists, events and logs all the same.
+   */
+  shownOnRequest?: boolean
+  /**
    * The properties the value is made from (default: all of them). When one of them holds a
    * secret (a hidden parameter's value, or text made from one), the attribute is secret too,
    * whatever its value looks like: a digest or a length of a secret gives it away as surely.

@@ -190,6 +190,32 @@ describe.runIf(hasOpenstack || env().KILN_REQUIRE_HEATCLIENT)('openstack CLI (py
     expect(left.map((s) => s['Stack Name'])).toContain('wire')
   }, 120_000)
 
+  test("a handle's curl_cli: shown by resource show (it names the resource), masked in the list and the events; its token signals the wait", async () => {
+    const t = path.join(dir, 'wait.yaml')
+    fs.writeFileSync(t, `heat_template_version: 2018-08-31
+resources:
+  handle: {type: OS::Heat::WaitConditionHandle}
+  wait: {type: OS::Heat::WaitCondition, properties: {handle: {get_resource: handle}, timeout: 600}}
+`)
+    await openstack('stack', 'create', '-t', t, 'curlwait')
+    // The wait holds the stack until the signal below: the handle is created, the wait waits.
+    const show = async () => JSON.parse(await openstack('stack', 'resource', 'show', 'curlwait', 'handle', '-f', 'json')) as { resource_status: string; attributes: Record<string, string> }
+    await c.waitFor(async () => (await show().catch(() => null))?.resource_status === 'CREATE_COMPLETE', 60_000, 'the handle to be created')
+    const attrs = (await show()).attributes
+    expect(attrs.curl_cli).toMatch(/^curl -i -X POST -H 'X-Auth-Token: kiln_sig_[^']+' .*\/resources\/handle\/signal$/)
+    const token = /X-Auth-Token: ([^']+)'/.exec(attrs.curl_cli!)![1]!
+    expect(attrs.token).toBe(token)
+    const id = JSON.parse(await openstack('stack', 'show', 'curlwait', '-f', 'json')).id as string
+    // Everywhere else the token stays masked: the resource list (Kiln's shows attributes), the events.
+    expect(JSON.stringify((await api.call('GET', `/api/stacks/${id}/resources`)).body)).not.toContain(token)
+    expect(await openstack('stack', 'event', 'list', 'curlwait', '-f', 'json')).not.toContain(token)
+    // What the pasted command does: a POST with the handle's own token.
+    const signalled = await fetch(`${api.url}/v1/${api.a.projectId}/stacks/curlwait/${id}/resources/handle/signal`, { method: 'POST', headers: { 'x-auth-token': token, 'content-type': 'application/json' }, body: JSON.stringify({ status: 'SUCCESS' }) })
+    expect(signalled.status).toBe(200)
+    await c.waitFor(async () => JSON.parse(await openstack('stack', 'show', 'curlwait', '-f', 'json')).stack_status !== 'CREATE_IN_PROGRESS', 60_000, 'the wait to end')
+    expect(JSON.parse(await openstack('stack', 'show', 'curlwait', '-f', 'json')).stack_status).toBe('CREATE_COMPLETE')
+  }, 120_000)
+
   test('a sensitive output: masked by stack show, shown by output show (it names the output)', async () => {
     const t = path.join(dir, 'sensitive.yaml')
     fs.writeFileSync(t, `heat_template_version: 2018-08-31

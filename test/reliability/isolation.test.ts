@@ -712,7 +712,23 @@ describe('secrets derived by functions', () => {
 
     const traversals = (await api.call('GET', `/api/stacks/${stack.id}/traversals`)).body.traversals.map((t: { id: string }) => t.id) as string[]
     const resources = ['handle', 'db', 'env_file', 'long_file', 'signal_script', 'pieces', 'rejoined', 'replaced', 'repeated', 'at_runtime', 'echo', 'as_number']
-    const { leaks, fetched } = await sweep(api, stackUrls(api, { id: stack.id, name: 'derived', traversals, resources, keys: [...SENSITIVE, 'endpoint'] }), stack.needles)
+    const urls = stackUrls(api, { id: stack.id, name: 'derived', traversals, resources, keys: [...SENSITIVE, 'endpoint'] })
+    // A show of the handle alone is an explicit request: it shows the handle's token (and the curl
+    // command with it), as a named output show shows its value; nothing else secret.
+    const handleShows = [...urls].filter((u) => u.endsWith('/resources/handle'))
+    expect(handleShows.length).toBeGreaterThan(0)
+    for (const u of handleShows) urls.delete(u)
+    const { leaks, fetched } = await sweep(api, urls, stack.needles)
+    const token = stack.needles.at(-1)!
+    leaks.push(...(await sweep(api, handleShows, stack.needles.slice(0, -1))).leaks)
+    let shown = 0
+    for (const u of handleShows) {
+      const res = await api.call('GET', u)
+      if (res.status !== 200) continue
+      expect(res.text, u).toContain(token)
+      shown++
+    }
+    expect(shown).toBeGreaterThan(0)
     expect(fetched).toBeGreaterThan(60)
     for (const f of stack.frames) {
       const at = around(f, stack.needles)

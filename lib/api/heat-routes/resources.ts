@@ -43,7 +43,8 @@ export function resourceRoutes(d: ApiDeps, router: Router<Principal>, signals: S
     })
     .add('GET', '/v1/:project/stacks/:name/:id/resources/:resource', async (c) => {
       const s = await identified(d, c)
-      const rows = current(await d.reads.resources(actorOf(c.principal), String(s.id)))
+      // A show of this one resource: attributes its type shows on request (a handle's curl_cli) appear.
+      const rows = current(await d.reads.resources(actorOf(c.principal), String(s.id), { requested: c.params.resource! }))
       const r = rows.find((x) => x.name === c.params.resource)
       if (!r) throw new HttpError(404, 'not_found', `The Resource (${c.params.resource}) could not be found.`)
       return json({ resource: { ...resourceBody(d, c, s, r, rows), attributes: r.attributes, description: r.description, metadata: {} } })

@@ -45,10 +45,10 @@ export const waitConditionHandleResource: ResourceType = {
     },
   },
   attributes: {
-    token: { description: 'A token that can only signal this handle (X-Auth-Token).', type: 'string', secret: true },
-    endpoint: { description: 'The URL to POST signals to.', type: 'string', derivedFrom: [] },
-    curl_cli: { description: 'A curl command line to signal with; append --data-binary \'{"status": "SUCCESS"}\' (or FAILURE).', type: 'string', secret: true },
-    signal: { description: 'JSON with the endpoint and the token.', type: 'string', secret: true },
+    token: { description: 'A token that can only signal this handle (X-Auth-Token); shown by a show of the handle alone.', type: 'string', secret: true, shownOnRequest: true },
+    endpoint: { description: 'The URL to POST signals to.', type: 'string', derivedFrom: [], shownOnRequest: true },
+    curl_cli: { description: 'A curl command line to signal with; append --data-binary \'{"status": "SUCCESS"}\' (or FAILURE). Shown by a show of the handle alone.', type: 'string', secret: true, shownOnRequest: true },
+    signal: { description: 'JSON with the endpoint and the token; shown by a show of the handle alone.', type: 'string', secret: true, shownOnRequest: true },
   },
   async create(ctx) {
     const token = `${SIGNAL_TOKEN_PREFIX}${ctx.resourceUuid}_${randomBytes(24).toString('base64url')}`

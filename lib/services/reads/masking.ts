@@ -37,10 +37,17 @@ export function maskEnvironment(t: { template: Record<string, unknown>; environm
   return redact(env, secrets)
 }
 
-export function maskAttributes(types: TypeLookup, type: string, attrs: Record<string, unknown> | null, secrets: Secrets): Record<string, unknown> {
+/** Attributes as shown; `requested`: a show of this one resource, where those its type shows on request appear as they are. */
+export function maskAttributes(types: TypeLookup, type: string, attrs: Record<string, unknown> | null, secrets: Secrets, requested = false): Record<string, unknown> {
   const t = types.get(type)
   if (!attrs) return {}
-  return Object.fromEntries(Object.entries(attrs).map(([k, v]) => [k, t?.attributes[k]?.secret ? MASK : redact(v, secrets)]))
+  return Object.fromEntries(
+    Object.entries(attrs).map(([k, v]) => {
+      const schema = t?.attributes[k]
+      if (requested && schema?.shownOnRequest) return [k, v]
+      return [k, schema?.secret ? MASK : redact(v, secrets)]
+    }),
+  )
 }
 
 export function maskProperties(types: TypeLookup, type: string, props: Record<string, unknown> | null, secrets: Secrets): Record<string, unknown> | null {
