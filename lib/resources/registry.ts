@@ -3,6 +3,7 @@
  * need of it: the template module's TypeCatalog (validation at submit time)
  * and a Heat-style schema description for the API.
  */
+import { delayResource } from './builtin/delay'
 import type { TypeCatalog } from '../template/types'
 import { fileResource } from './builtin/file'
 import { postgresDatabaseResource } from './builtin/postgres-database'
@@ -19,7 +20,7 @@ export interface Registry {
 }
 
 export function builtinTypes(): ResourceType[] {
-  return [testResource, noneResource, valueResource, randomStringResource, waitConditionHandleResource, waitConditionResource, fileResource, postgresDatabaseResource]
+  return [testResource, noneResource, valueResource, randomStringResource, waitConditionHandleResource, waitConditionResource, delayResource, fileResource, postgresDatabaseResource]
 }
 
 export function createRegistry(types: ResourceType[]): Registry {
