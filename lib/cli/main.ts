@@ -429,7 +429,7 @@ export function run(argv: string[] = process.argv): Promise<unknown> {
 }
 
 /** The hooks nodes of the traversal wait at: each resource's latest hook event there is a pause, not a clear. */
-async function pendingHooks(c: ReturnType<typeof client>, stackId: string, traversalId: string | null) {
+async function pendingHooks(c: KilnClient, stackId: string, traversalId: string | null) {
   type Ev = { seq: number; at: string; resourceName: string | null; reason: string; traversalId: string | null; data?: { hook?: string; hook_state?: string } | null }
   const latest = new Map<string, Ev>()
   for (let after = 0; ; ) {

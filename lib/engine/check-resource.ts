@@ -493,17 +493,13 @@ class NodeRun {
     const handle = hookHandle(hook, this.scope.traversal.id, this.row.name)
     const reason = `${action} paused until Hook ${hook} is cleared`
     const res = await this.act(async (rc) => {
-      // The count of the wake key is read before the pause is recorded: a clear that comes after
-      // the record wakes the park (or makes it answer 'again'); one before it finds no pause (a 400).
-      const { wakeKey, seen, signals } = await this.deps.store.signals.read(this.scope.stack.id, handle)
-      if (signals.length) {
-        this.pastHook = true
-        return
-      }
-      if (rc.resumed?.due) throw new ResourceActionError(`Hook ${hook} was not cleared before the stack's timeout`)
-      // Once per wait: a resumed run has said so already.
-      if (!rc.resumed) await this.deps.store.recordHook(this.job, hook, reason)
-      rc.park({ reason, until: rc.resumed?.until ?? this.scope.traversal.deadline, wakeKey, seen })
+      // The pause is recorded after the look: a clear that comes after the record wakes the park
+      // (or makes it answer 'again'); one before it finds no pause (a 400). Once per wait: a
+      // resumed run has said so already.
+      const beforePark = rc.resumed ? undefined : () => this.deps.store.recordHook(this.job, hook, reason)
+      const out = await rc.signals.waitFor(handle, 1, this.scope.traversal.deadline.getTime() - Date.now(), { reason, beforePark })
+      if (out.kind !== 'done') throw new ResourceActionError(`Hook ${hook} was not cleared before the stack's timeout`)
+      this.pastHook = true
     })
     return res.ok ? null : this.actionFailed(action, res)
   }

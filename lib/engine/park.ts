@@ -7,7 +7,7 @@
  * free for other work, and the action runs again from its start when what it
  * waits for happens, its time is up, or it is told to stop.
  */
-import { ParkAction, type ParkWait, type ResourceSignal, type SignalWaitOutcome } from '../resources/types'
+import { ParkAction, type ParkWait, type ResourceSignal, type SignalWaitOptions, type SignalWaitOutcome } from '../resources/types'
 import type { ResumedNode, SignalStore } from './ports'
 
 /** The outcome `signals` already decide: a FAILURE, or `count` SUCCESSes; null while still waiting. */
@@ -25,14 +25,18 @@ export function park(wait: ParkWait): never {
  * ResourceSignals.waitFor for an action of `stackId`: look at the handle's
  * signals; if they do not decide yet, park until a signal to the handle or the
  * wait's end (counted from the action's first run: `resumed.until`).
+ * `opts.reason` is what the parked node shows; `opts.beforePark` runs after
+ * the look and before the park (a wake in between is not slept through: the
+ * park compares the wake count read with the look).
  */
 export function signalWaiter(store: SignalStore, stackId: string, signal: AbortSignal, resumed: ResumedNode | null) {
-  return async (handle: string, count: number, timeoutMs: number): Promise<SignalWaitOutcome> => {
+  return async (handle: string, count: number, timeoutMs: number, opts: SignalWaitOptions = {}): Promise<SignalWaitOutcome> => {
     signal.throwIfAborted()
     const { wakeKey, seen, signals } = await store.read(stackId, handle)
     const out = judgeSignals(signals, count)
     if (out) return out
     if (resumed?.due || timeoutMs <= 0) return { kind: 'timeout', signals }
-    return park({ reason: `waiting for ${count} signal(s) on ${handle}`, until: resumed?.until ?? new Date(Date.now() + timeoutMs), wakeKey, seen })
+    await opts.beforePark?.()
+    return park({ reason: opts.reason ?? `waiting for ${count} signal(s) on ${handle}`, until: resumed?.until ?? new Date(Date.now() + timeoutMs), wakeKey, seen })
   }
 }

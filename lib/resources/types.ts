@@ -323,6 +323,13 @@ export type SignalWaitOutcome =
   /** the time ran out first */
   | { kind: 'timeout'; signals: ResourceSignal[] }
 
+export interface SignalWaitOptions {
+  /** What the node shows while it waits (default: "waiting for N signal(s) on <handle>"). */
+  reason?: string
+  /** Runs once the signals are looked at and do not decide yet, just before the node parks. */
+  beforePark?: () => Promise<void>
+}
+
 export interface ResourceSignals {
   /**
    * Wait until `count` SUCCESS signals of the handle are stored, or one
@@ -332,7 +339,7 @@ export interface ResourceSignals {
    * when a signal arrives or the time is up. Rejects when the action's signal
    * aborts.
    */
-  waitFor(handle: string, count: number, timeoutMs: number): Promise<SignalWaitOutcome>
+  waitFor(handle: string, count: number, timeoutMs: number, opts?: SignalWaitOptions): Promise<SignalWaitOutcome>
   list(handle: string): Promise<ResourceSignal[]>
   /** Forget the handle's signals (the handle is deleted). */
   clear(handle: string): Promise<void>

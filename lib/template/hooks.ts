@@ -130,5 +130,5 @@ function matchOne(p: string[], i: number, c: string): number | null {
   return hit !== negate ? k + 1 : null
 }
 
-/** The signal handle a node at a hook waits on: one per hook, traversal and resource name (the API clears hooks by name). */
+/** The signal handle a node at a hook waits on: one per hook, traversal and resource name (the API clears hooks by name); kiln_clear_hook (54_node_hook.sql) builds the same. */
 export const hookHandle = (hook: HookType, traversalId: string, resourceName: string) => `hook ${hook} ${traversalId} ${resourceName}`

@@ -6,7 +6,7 @@
 import type pg from 'pg'
 import { withTransaction } from '../client'
 
-/** The wake key a signal to a handle fires (ParkWait.wakeKey). */
+/** The wake key a signal to a handle fires (ParkWait.wakeKey); kiln_clear_hook (54_node_hook.sql) builds the same. */
 export const signalWakeKey = (stackId: string, handle: string) => `signal ${stackId} ${handle}`
 
 export interface SignalRecord {

@@ -38,7 +38,7 @@ export class ResourceRowSystem {
 
   /**
    * The stack's resource rows (`all`: deleted ones too; `id`: that row alone, deleted or not).
-   * `requested`: a show of one resource, which shows the attributes its type shows on request.
+   * A show of one resource (`id`, or `requested`: its name) shows the attributes its type shows on request.
    */
   async resources(actor: Actor, ref: string, opts: { all?: boolean; id?: number; requested?: string } = {}) {
     const { resources, secrets, drift: drifts } = this.options
@@ -66,7 +66,7 @@ export class ResourceRowSystem {
       description: descriptionOf(String(r.name)),
       physicalId: (r.physical_id as string | null) ?? null,
       properties: maskProperties(registry, String(r.type), r.properties, known),
-      attributes: maskAttributes(registry, String(r.type), r.attributes, known, opts.requested === String(r.name) || (opts.id !== undefined && opts.id === Number(r.id))),
+      attributes: maskAttributes(registry, String(r.type), r.attributes, known, opts.id !== undefined || opts.requested === String(r.name)),
       requires: (r.requires as number[]) ?? [],
       replaces: (r.replaces as number | null) ?? null,
       replacedBy: (r.replaced_by as number | null) ?? null,
