@@ -6,6 +6,7 @@ import path from 'node:path'
 import type { Env } from './env'
 import type { Limits } from './plan/template-check'
 import { TARGET_SESSIONS_PER_PROCESS } from './resources/builtin/postgres-capacity'
+import type { BuiltinOptions } from './resources/registry'
 import type { ResourceTypeConfig } from './resources/types'
 
 export function limitsFrom(e: Env): Limits {
@@ -75,3 +76,6 @@ function sameServer(a: string, b: string): boolean {
   const server = (u: URL) => `${u.hostname}:${u.port || '5432'}`
   return server(new URL(a)) === server(new URL(b))
 }
+
+/** What the built-in types take from the installation (Kiln::Exec's allow-list), alike in the web server and the workers. */
+export const builtinOptionsFrom = (e: Env): BuiltinOptions => ({ exec: { commands: e.KILN_EXEC_COMMANDS } })

@@ -66,6 +66,15 @@ const EnvSchema = z.object({
   KILN_WORKSPACE_DIR: z.string().trim().min(1).optional(),
   /** Bytes of files one project's `Kiln::File` workspace may hold, all files together (default 64 MiB). */
   KILN_WORKSPACE_QUOTA_BYTES: int(64 * 1024 * 1024),
+  /**
+   * The programs `Kiln::Exec` may run, comma-separated, each exactly as templates write a command's first
+   * item (`/bin/sh,/usr/bin/python3`). Unset or empty: Kiln::Exec is off. It runs them on the worker's
+   * machine as the worker's user: name only programs you would let every project run there.
+   */
+  KILN_EXEC_COMMANDS: z
+    .string()
+    .optional()
+    .transform((v) => (v ?? '').split(',').map((s) => s.trim()).filter(Boolean)),
   /** Server on which `Kiln::Postgres::Database` creates databases and roles. Default: DATABASE_URL. */
   KILN_TARGET_DATABASE_URL: optionalUrl,
   /**
@@ -221,6 +230,11 @@ let cached: Env | undefined
 export function env(): Env {
   cached ??= parseEnv()
   return cached
+}
+
+/** Where a command Kiln runs for a tenant (Kiln::Exec) finds its programs: this process's PATH, and nothing else of its environment. */
+export function commandSearchPath(): string {
+  return process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin'
 }
 
 /** The environment for a child process: this process's plus overrides (undefined removes). */

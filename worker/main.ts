@@ -15,7 +15,7 @@ import { createDb, type Db } from '../lib/db/client'
 import { withRetry } from '../lib/db/retry'
 import { applyMigrations } from '../lib/db/migrate'
 import { restrictDatabaseAccess } from '../lib/db/access'
-import { targetIsOwnServer, typeConfigFrom, workerPoolSize } from '../lib/config'
+import { builtinOptionsFrom, targetIsOwnServer, typeConfigFrom, workerPoolSize } from '../lib/config'
 import { targetCapacityReport } from '../lib/resources/builtin/postgres-capacity'
 import { builtinTypes, createRegistry, stateOnlyTypeNames } from '../lib/resources/registry'
 import { RollbackSystem } from '../lib/services/stacks/rollback'
@@ -39,7 +39,7 @@ async function main() {
   // Budgets for tenants' templates; the evaluation threads start only if an evaluation needs them.
   configureEvaluation(evaluationSettingsFrom(e))
   const database = await resolveDatabase(e, { log: (l) => log.info(l) })
-  const registry = createRegistry(builtinTypes())
+  const registry = createRegistry(builtinTypes(builtinOptionsFrom(e)))
   let running: { db: Db; worker: WorkerRuntime } | null = null
 
   let signals = 0

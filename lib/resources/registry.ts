@@ -5,6 +5,7 @@
  */
 import { delayResource } from './builtin/delay'
 import type { TypeCatalog } from '../template/types'
+import { execResource, type ExecSettings } from './builtin/exec'
 import { fileResource } from './builtin/file'
 import { postgresDatabaseResource } from './builtin/postgres-database'
 import { noneResource, randomStringResource, valueResource } from './builtin/simple'
@@ -19,8 +20,24 @@ export interface Registry {
   list(): ResourceType[]
 }
 
-export function builtinTypes(): ResourceType[] {
-  return [testResource, noneResource, valueResource, randomStringResource, waitConditionHandleResource, waitConditionResource, delayResource, fileResource, postgresDatabaseResource]
+export interface BuiltinOptions {
+  /** Kiln::Exec's allow-list (KILN_EXEC_COMMANDS); empty or unset: the type refuses every command. */
+  exec?: ExecSettings
+}
+
+export function builtinTypes(opts: BuiltinOptions = {}): ResourceType[] {
+  return [
+    testResource,
+    noneResource,
+    valueResource,
+    randomStringResource,
+    waitConditionHandleResource,
+    waitConditionResource,
+    delayResource,
+    fileResource,
+    postgresDatabaseResource,
+    execResource(opts.exec ?? { commands: [] }),
+  ]
 }
 
 export function createRegistry(types: ResourceType[]): Registry {

@@ -140,6 +140,8 @@ function checkConstraint(c: PropertyConstraint, v: unknown): string | null {
     if (!c.allowed_values.some((a) => isDeepStrictEqual(a, v))) return `"${display(v)}" is not an allowed value [${c.allowed_values.map(display).join(', ')}]`
   } else if ('allowed_pattern' in c) {
     if (typeof v === 'string' && !new RegExp(`^(?:${c.allowed_pattern})$`).test(v)) return `"${v}" does not match pattern "${c.allowed_pattern}"`
+  } else if ('program' in c) {
+    if (Array.isArray(v) && v.length > 0 && !c.program.includes(String(v[0]))) return `"${display(v[0])}" is not an allowed program [${c.program.join(', ')}]`
   } else if ('bytes' in c) {
     const size = typeof v === 'string' ? Buffer.byteLength(v) : null
     if (size !== null && size > c.bytes.max) return `${size} bytes is too large (at most ${c.bytes.max} bytes)`

@@ -70,6 +70,8 @@ export type PropertyConstraint =
   | { allowed_pattern: string; description?: string }
   /** A string's size in bytes (UTF-8), e.g. a file's content. A Kiln addition to Heat's constraints. */
   | { bytes: { max: number }; description?: string }
+  /** A command (a list): its first item, the program, is one of these. A Kiln addition (Kiln::Exec's allow-list). */
+  | { program: readonly string[]; description?: string }
 
 export interface PropertySchema {
   type: PropertyType

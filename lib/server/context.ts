@@ -5,7 +5,7 @@
  */
 import { env, type Env } from '../env'
 import { createDb, type Db } from '../db/client'
-import { limitsFrom, publicUrlFrom, typeConfigFrom, WEB_POOL_SIZE } from '../config'
+import { builtinOptionsFrom, limitsFrom, publicUrlFrom, typeConfigFrom, WEB_POOL_SIZE } from '../config'
 import { failedAttemptLimit, type FailedAttemptLimit } from '../auth/failed-attempts'
 import type { ClientInfo } from '../api/http'
 import { builtinTypes, createRegistry, typeCatalog } from '../resources/registry'
@@ -45,7 +45,7 @@ export function appContext(): AppContext {
   const e = env()
   if (!e.DATABASE_URL) throw new Error('DATABASE_URL is not set (the launcher sets it for the web server)')
   const db = createDb(e.DATABASE_URL, { max: WEB_POOL_SIZE, application: 'kiln-web' })
-  const registry = createRegistry(builtinTypes())
+  const registry = createRegistry(builtinTypes(builtinOptionsFrom(e)))
   const log = createLogger({ level: e.KILN_LOG_LEVEL, format: e.KILN_LOG_FORMAT }).scope({ proc: 'web' })
   const stacks = createStackService({ db, catalog: typeCatalog(registry), types: registry, limits: limitsFrom(e), defaultTimeoutMins: e.KILN_DEFAULT_TIMEOUT_MINS })
   const plans = createPlanService({ db, catalog: typeCatalog(registry), types: registry, limits: limitsFrom(e), ttlMs: e.KILN_PLAN_TTL_MS }, stacks)

@@ -64,7 +64,7 @@ export function configurationReference(): string {
   const defaults = parseEnv({}) as unknown as Record<string, unknown>
   const rows = envKeys().map((k) => {
     const d = defaults[k.name]
-    return [code(k.name), kind(k.expression), d === undefined ? 'unset' : code(String(d)), k.doc]
+    return [code(k.name), kind(k.expression), d === undefined || (Array.isArray(d) && d.length === 0) ? 'unset' : code(String(d)), k.doc]
   })
   return [
     generatedHeader('Configuration variables', [ENV_SOURCE]),

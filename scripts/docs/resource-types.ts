@@ -16,6 +16,7 @@ function constraintText(c: PropertyConstraint): string {
   else if ('range' in c) rule = `value ${range(c.range)}`
   else if ('allowed_values' in c) rule = `one of ${c.allowed_values.map((v) => code(typeof v === 'string' ? v : JSON.stringify(v))).join(', ')}`
   else if ('bytes' in c) rule = `at most ${c.bytes.max} bytes (UTF-8)`
+  else if ('program' in c) return c.description ?? 'the program must be one this server allows'
   else rule = `matches ${code(c.allowed_pattern)}`
   return c.description && !('allowed_values' in c) ? `${c.description} (${rule})` : rule
 }

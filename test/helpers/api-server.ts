@@ -74,7 +74,7 @@ export interface ApiServerOptions {
 }
 
 export async function startApiServer(c: TestCluster, opts: ApiServerOptions = {}): Promise<ApiServer> {
-  const registry = createRegistry(builtinTypes())
+  const registry = createRegistry(builtinTypes(c.builtin))
   const limits = { maxTemplateBytes: 1 << 20, maxResourcesPerStack: 500 }
   const db = opts.db ?? c.db
   const logs: string[] = []

@@ -12,7 +12,7 @@ import pg from 'pg'
 import { childEnv } from '../../lib/env'
 import { createDb, type Db } from '../../lib/db/client'
 import { ALL_STACKS, HARNESS_WATCH_MS, watchStackEvents } from '../../lib/db/queries/watch'
-import { builtinTypes, createRegistry, typeCatalog } from '../../lib/resources/registry'
+import { builtinTypes, createRegistry, typeCatalog, type BuiltinOptions } from '../../lib/resources/registry'
 import { createStackService, type Actor, type StackService } from '../../lib/services/stacks'
 
 export interface ClusterOptions {
@@ -40,16 +40,19 @@ export class TestCluster {
     readonly services: StackService,
     readonly actor: Actor,
     private readonly opts: ClusterOptions,
+    /** What the built-in types take from the workers' environment (Kiln::Exec's allow-list): the API server builds its types alike. */
+    readonly builtin: BuiltinOptions,
   ) {
     this.workspace = fs.mkdtempSync(path.join(os.tmpdir(), 'kiln-ws-'))
   }
 
   static async start(url: string, opts: ClusterOptions): Promise<TestCluster> {
     const db = createDb(url, { max: 6 })
-    const registry = createRegistry(builtinTypes())
+    const builtin = builtinOptionsOf(opts.env)
+    const registry = createRegistry(builtinTypes(builtin))
     const services = createStackService({ db, catalog: typeCatalog(registry), types: registry, limits: { maxTemplateBytes: 1 << 22, maxResourcesPerStack: 10_000 }, defaultTimeoutMins: 30 })
     const { rows } = await db.pool.query(`INSERT INTO project (name) VALUES ($1) RETURNING id`, [`t-${crypto.randomBytes(4).toString('hex')}`])
-    const c = new TestCluster(url, db, services, { projectId: rows[0].id, name: 'test' }, opts)
+    const c = new TestCluster(url, db, services, { projectId: rows[0].id, name: 'test' }, opts, builtin)
     await c.listenForEvents()
     for (let i = 0; i < opts.workers; i++) c.spawnWorker()
     await c.waitFor(async () => (await c.liveWorkers()) >= opts.workers, 30_000, 'workers to register')
@@ -202,4 +205,9 @@ export class TestCluster {
     await this.db.close()
     fs.rmSync(this.workspace, { recursive: true, force: true })
   }
+}
+
+/** The built-in types' options the workers read from `env` (KILN_EXEC_COMMANDS), for the test process's own registry. */
+function builtinOptionsOf(env: Record<string, string> = {}): BuiltinOptions {
+  return { exec: { commands: (env.KILN_EXEC_COMMANDS ?? '').split(',').map((s) => s.trim()).filter(Boolean) } }
 }

@@ -232,3 +232,45 @@ export async function removeAt(ws: ProjectWorkspace, rel: string): Promise<'remo
     throw failure(err, rel)
   }
 }
+
+/** The directory at `rel`, made (with its parents) where missing, never through a link: its absolute path. */
+export async function dirAt(ws: ProjectWorkspace, rel: string): Promise<string> {
+  try {
+    const parts = names(rel)
+    const dir = await parentDir(ws, parts, true)
+    if (dir === null) throw new WorkspaceError(`${rel}: a parent directory was removed while it was made`)
+    const target = path.join(dir, parts.at(-1)!)
+    await fs.mkdir(target).catch((err: NodeJS.ErrnoException) => {
+      if (err.code !== 'EEXIST') throw err
+    })
+    const st = await fs.lstat(target)
+    if (!st.isDirectory()) throw new WorkspaceError(`${rel} is not a directory`)
+    return target
+  } catch (err) {
+    throw failure(err, rel)
+  }
+}
+
+/**
+ * Remove the directory at `rel` and everything in it (links are removed,
+ * never followed), then every directory that left empty, up to the
+ * project's root. Nothing there: nothing to do.
+ */
+export async function removeDirAt(ws: ProjectWorkspace, rel: string): Promise<void> {
+  try {
+    const parts = names(rel)
+    const dir = await parentDir(ws, parts, false)
+    if (!dir) return
+    const target = path.join(dir, parts.at(-1)!)
+    const st = await lstatOrNull(target)
+    if (!st) return
+    if (!st.isDirectory()) throw new WorkspaceError(`${rel} is not a directory`)
+    await fs.rm(target, { recursive: true, force: true })
+    for (let i = parts.length - 1; i >= 1; i--) {
+      const ok = await fs.rmdir(path.join(ws.root, ...parts.slice(0, i))).then(() => true, () => false)
+      if (!ok) break
+    }
+  } catch (err) {
+    throw failure(err, rel)
+  }
+}
