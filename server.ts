@@ -20,6 +20,7 @@ import { evaluationSettingsFrom } from './lib/evaluation/settings'
 async function main() {
   const ctx = appContext()
   const { env: e, log } = ctx
+  await ctx.providerTypes.reload()
   // Submitted templates are checked on evaluation threads: start them now, not on the first submission.
   configureEvaluation(evaluationSettingsFrom(e)).warm()
   const dev = e.NODE_ENV !== 'production'

@@ -75,6 +75,11 @@ const EnvSchema = z.object({
     .string()
     .optional()
     .transform((v) => (v ?? '').split(',').map((s) => s.trim()).filter(Boolean)),
+  /**
+   * How long Kiln waits for one answer of an HTTP resource provider before it retries (5 attempts in all,
+   * with back-off). A long operation answers 202 at once and is not bound by this.
+   */
+  KILN_PROVIDER_TIMEOUT_MS: int(30_000).refine((v) => v >= 100, 'must be at least 100 (milliseconds)'),
   /** Server on which `Kiln::Postgres::Database` creates databases and roles. Default: DATABASE_URL. */
   KILN_TARGET_DATABASE_URL: optionalUrl,
   /**

@@ -17,7 +17,9 @@ import { applyMigrations } from '../lib/db/migrate'
 import { restrictDatabaseAccess } from '../lib/db/access'
 import { builtinOptionsFrom, targetIsOwnServer, typeConfigFrom, workerPoolSize } from '../lib/config'
 import { targetCapacityReport } from '../lib/resources/builtin/postgres-capacity'
-import { builtinTypes, createRegistry, stateOnlyTypeNames } from '../lib/resources/registry'
+import { builtinTypes, createRegistry, stateOnlyTypeNames, withProviders } from '../lib/resources/registry'
+import { ProviderTypes } from '../lib/resources/provider/provider-types'
+import { providerSource } from '../lib/db/queries/providers'
 import { RollbackSystem } from '../lib/services/stacks/rollback'
 import { WorkerRuntime } from './runtime'
 import { processMetrics } from '../lib/metrics/registry'
@@ -39,7 +41,7 @@ async function main() {
   // Budgets for tenants' templates; the evaluation threads start only if an evaluation needs them.
   configureEvaluation(evaluationSettingsFrom(e))
   const database = await resolveDatabase(e, { log: (l) => log.info(l) })
-  const registry = createRegistry(builtinTypes(builtinOptionsFrom(e)))
+  const builtin = createRegistry(builtinTypes(builtinOptionsFrom(e)))
   let running: { db: Db; worker: WorkerRuntime } | null = null
 
   let signals = 0
@@ -74,9 +76,16 @@ async function main() {
     const db = createDb(database.url, { max: workerPoolSize(e), application: 'kiln-worker', warm: true })
     try {
       await db.ready
+      // Providers' types: loaded now, made current when a traversal that uses one is loaded.
+      const providerTypes = new ProviderTypes(providerSource(db.pool), { publicUrl: typeConfig.publicUrl, timeoutMs: e.KILN_PROVIDER_TIMEOUT_MS })
+      await providerTypes.reload()
+      const registry = withProviders(builtin, providerTypes)
       const worker = new WorkerRuntime({
         db,
         types: registry,
+        ensureTypes: async (names) => {
+          if (names.some((n) => !builtin.has(n))) await providerTypes.sync()
+        },
         typeConfig,
         // Of the stack operations, a worker starts only the rollback after a failed traversal.
         rollback: new RollbackSystem({ db }),
@@ -88,7 +97,7 @@ async function main() {
         idleClaimMs: e.KILN_IDLE_CLAIM_MS,
         shutdownAbortMs: e.KILN_SHUTDOWN_ABORT_MS,
         inline: e.KILN_INLINE_CONTINUATION,
-        lazyTypes: e.KILN_LAZY_COMMITS ? stateOnlyTypeNames(registry) : [],
+        lazyTypes: e.KILN_LAZY_COMMITS ? stateOnlyTypeNames(builtin) : [],
         maxEventsPerStack: e.KILN_MAX_EVENTS_PER_STACK,
       })
       await worker.start()

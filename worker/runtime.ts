@@ -31,6 +31,7 @@ import { releaseJobs } from '../lib/db/queries/queue'
 import { registerWorker, setWorkerState } from '../lib/db/queries/workers'
 import { createStore } from '../lib/db/store'
 import { TraversalCache } from '../lib/engine/traversal-context'
+import type { TemplateEvaluator } from '../lib/engine/ports'
 import { boundedEvaluator } from '../lib/evaluation/bounded'
 import type { Logger } from '../lib/logger'
 import type { ResourceType, ResourceTypeConfig } from '../lib/resources/types'
@@ -51,6 +52,12 @@ export type { WorkerState }
 export interface WorkerOptions extends WorkerSettings {
   db: Db
   types: { get(name: string): ResourceType | undefined }
+  /**
+   * Called with a traversal's resource types when it is loaded, before any of its nodes runs: a
+   * provider's types are made current then (one query), so a type registered or changed a moment
+   * ago is known. Absent: the types never change.
+   */
+  ensureTypes?: (names: string[]) => Promise<void>
   typeConfig: ResourceTypeConfig
   /** Starts the rollback a failed traversal asks for. */
   rollback: FailureRollback
@@ -166,7 +173,19 @@ function workerResources(id: string, opts: WorkerOptions, stats: WorkerStats): W
     timers: new Timers(() => lifecycle.stopped(), log),
     aborts: new ActionAborts(),
     store,
-    traversals: new TraversalCache(store, boundedEvaluator),
+    traversals: new TraversalCache(store, withTypes(opts.ensureTypes)),
     stats,
+  }
+}
+
+/** The evaluator whose definitions come with their types made current (WorkerOptions.ensureTypes). */
+function withTypes(ensure: WorkerOptions['ensureTypes']): Pick<TemplateEvaluator, 'definitionOf'> {
+  if (!ensure) return boundedEvaluator
+  return {
+    async definitionOf(stored) {
+      const definition = await boundedEvaluator.definitionOf(stored)
+      await ensure(Object.values(definition.resources).map((r) => r.type))
+      return definition
+    },
   }
 }

@@ -9,6 +9,7 @@ import type { PlanService } from '../services/plans'
 import type { ReadService } from '../services/reads'
 import type { SnapshotService } from '../services/snapshots'
 import type { ImportService } from '../services/imports'
+import type { ProviderService } from '../services/providers'
 import type { StackService } from '../services/stacks'
 import type { Actor } from '../services/stacks'
 import type { Limits } from '../plan/template-check'
@@ -25,6 +26,8 @@ export interface ApiDeps {
   /** The project's snapshots (deletion_policy: Snapshot): listed, and deleted on request. */
   snapshots: SnapshotService
   accounts: AccountService
+  /** HTTP resource providers: registrations and callbacks. */
+  providers: ProviderService
   registry: Registry
   log: Logger
   maxBodyBytes: number

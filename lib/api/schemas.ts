@@ -69,4 +69,19 @@ export const ValidateBody = z.object({ ...submission, strict: z.boolean().option
 export const LoginBody = z.object({ token: z.string().min(1).max(200) }).strict()
 export const TokenBody = z.object({ name: z.string().min(1).max(80), expiresInDays: z.number().int().min(1).max(3650).nullable().optional() }).strict()
 export const ProjectBody = z.object({ name: z.string().min(1).max(63) }).strict()
+export const ProviderBody = z
+  .object({
+    name: z.string().regex(/^[a-z0-9][a-z0-9_.-]{0,62}$/, 'lower-case letters, digits, _ . and -, starting with a letter or digit (at most 63)'),
+    url: z
+      .string()
+      .max(2000)
+      .url()
+      .refine((u) => /^https?:\/\//.test(u), 'an http:// or https:// URL')
+      .refine((u) => !new URL(u).username && !new URL(u).password, 'no user name or password in the URL (requests are signed with the secret)')
+      .refine((u) => !new URL(u).search && !new URL(u).hash, 'no query or fragment: the URL is a base that paths are added to'),
+    prefix: z.string().max(50).regex(/^[A-Z][A-Za-z0-9]*(?:::[A-Z][A-Za-z0-9]*)*$/, 'words of letters and digits, each starting with a capital, joined by :: (e.g. Acme or Acme::Storage)'),
+    secret: z.string().min(16, 'at least 16 characters').max(200).optional(),
+    scope: z.enum(['project', 'global']).optional(),
+  })
+  .strict()
 

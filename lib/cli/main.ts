@@ -3,6 +3,7 @@
  *
  *   kiln stack create|update|preview|plan|apply|plans|discard-plan|diff|import|cancel|delete|list|show|output|drift|hook|events|watch|export-graph
  *   kiln snapshot list|delete
+ *   kiln provider add|list|refresh|remove
  *   kiln template validate
  *
  * URL and token come from --url/--token or KILN_URL/KILN_TOKEN. `--wait` and
@@ -400,6 +401,47 @@ snapshot
   .action(async (ref, name) => {
     await client().del(`/api/stacks/${encodeURIComponent(ref)}/snapshots/${encodeURIComponent(name)}`)
     print({ deleted: name }, () => `snapshot ${name} deleted`)
+  })
+
+const provider = program.command('provider').description('HTTP resource providers (docs/reference/provider-protocol.md)')
+
+provider
+  .command('add <name> <url>')
+  .description("register a provider: Kiln reads its types (GET <url>/types) and names them <prefix>::<type>; registering a name again replaces it")
+  .requiredOption('--prefix <prefix>', 'the prefix of its types, e.g. Acme or Acme::Storage')
+  .option('--secret <secret>', 'the secret its requests are signed with (default: one is generated and printed once)')
+  .option('--global', 'for every project (an admin token)')
+  .action(async (name: string, url: string, o: { prefix: string; secret?: string; global?: boolean }) => {
+    const res = await client().post('/api/providers', { name, url, prefix: o.prefix, ...(o.secret ? { secret: o.secret } : {}), ...(o.global ? { scope: 'global' } : {}) })
+    const types = res.provider.types.map((t: { name: string }) => `${o.prefix}::${t.name}`).join(', ')
+    print(res, () => `provider ${name} registered: ${types}${res.secret ? `\nsecret (shown once; configure the provider with it): ${res.secret}` : ''}`)
+  })
+
+provider
+  .command('list')
+  .description("the providers this project may use: its own and the admin's")
+  .action(async () => {
+    const res = await client().get('/api/providers')
+    const rows = res.providers.map((p: { name: string; prefix: string; url: string; projectId: string | null; types: { name: string }[] }) => ({ name: p.name, prefix: p.prefix, url: p.url, scope: p.projectId ? 'project' : 'global', types: p.types.map((t) => t.name).join(', ') }))
+    print(res.providers, () => (rows.length ? table(rows, ['name', 'prefix', 'url', 'scope', 'types']) : 'no providers'))
+  })
+
+provider
+  .command('refresh <name>')
+  .description('read the provider\'s types again')
+  .option('--global', 'the admin\'s provider of that name')
+  .action(async (name: string, o: { global?: boolean }) => {
+    const res = await client().post(`/api/providers/${encodeURIComponent(name)}/refresh${o.global ? '?scope=global' : ''}`, {})
+    print(res, () => `provider ${name}: ${res.provider.types.map((t: { name: string }) => t.name).join(', ')}`)
+  })
+
+provider
+  .command('remove <name>')
+  .description('remove a provider (refused while resources of its types exist)')
+  .option('--global', 'the admin\'s provider of that name')
+  .action(async (name: string, o: { global?: boolean }) => {
+    await client().del(`/api/providers/${encodeURIComponent(name)}${o.global ? '?scope=global' : ''}`)
+    print({ removed: name }, () => `provider ${name} removed`)
   })
 
 program

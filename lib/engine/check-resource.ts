@@ -237,6 +237,8 @@ class NodeRun {
       stackName: this.scope.stack.name,
       resourceName: this.row.name,
       resourceUuid: as.uuid,
+      traversalId: this.scope.traversal.id,
+      deadline: this.scope.traversal.deadline,
       replacesUuid: as.replacesUuid,
       physicalName: physicalName(this.scope.stack.name, { name: this.row.name, uuid: as.uuid }),
       signal,
@@ -252,6 +254,10 @@ class NodeRun {
       signals: {
         waitFor: signalWaiter(this.deps.store.signals, owner.stackId, signal, resumed),
         list: (handle) => this.deps.store.signals.list(owner.stackId, handle),
+        watch: async (handle) => {
+          const { wakeKey, seen } = await this.deps.store.signals.read(owner.stackId, handle)
+          return { wakeKey, seen }
+        },
         clear: (handle) => this.deps.store.signals.clear(owner.stackId, handle),
       },
       park,

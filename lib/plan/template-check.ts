@@ -18,6 +18,7 @@ import type { ExternalPlan, TraversalPlan } from '../engine/types'
 import { definitionFingerprint } from '../engine/adoption'
 import { BudgetError, LimitError, ValidationError } from './errors'
 import { hiddenValues, redactText, secretList, type Secrets } from './secrets'
+import { catalogFromData } from '../resources/catalog'
 
 export interface Submission {
   /** Template text (YAML or JSON) or an already-parsed object. */
@@ -117,7 +118,8 @@ export function checkSubmissionNow(sub: Submission, ctx: CheckContext, budget: B
     const definition = buildDefinition(template, {
       environment,
       parameters: sub.parameters ?? {},
-      types: ctx.catalog,
+      // A type another project's provider brings is unknown to this one.
+      types: ctx.projectId ? catalogFromData(ctx.catalog.data, ctx.projectId) : ctx.catalog,
       maxResources: ctx.limits.maxResourcesPerStack,
       allowMissingParameters: ctx.allowMissingParameters === true,
       stackName: ctx.stackName,

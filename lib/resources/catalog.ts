@@ -18,12 +18,29 @@ function containsUnknown(v: unknown): boolean {
 
 export function catalogData(types: ResourceType[]): CatalogData {
   return Object.fromEntries(
-    types.map((t) => [t.name, { properties: t.properties as Record<string, unknown>, attributes: t.acceptsAnyAttribute ? null : Object.keys(t.attributes), acceptsAnyProperties: t.acceptsAnyProperties === true, adopts: t.adopt !== undefined, snapshots: t.snapshot !== undefined }]),
+    types.map((t) => [
+      t.name,
+      {
+        properties: t.properties as Record<string, unknown>,
+        attributes: t.acceptsAnyAttribute ? null : Object.keys(t.attributes),
+        acceptsAnyProperties: t.acceptsAnyProperties === true,
+        adopts: t.adopt !== undefined,
+        snapshots: t.snapshot !== undefined,
+        ...(t.ownerProject ? { owner: t.ownerProject } : {}),
+      },
+    ]),
   )
 }
 
-export function catalogFromData(data: CatalogData): TypeCatalog {
-  const get = (name: string) => (Object.hasOwn(data, name) ? data[name] : undefined)
+/**
+ * The catalog of `data`; with `projectId`, as that project sees it: a type
+ * another project's provider brings is unknown to it.
+ */
+export function catalogFromData(data: CatalogData, projectId?: string): TypeCatalog {
+  const get = (name: string) => {
+    const t = Object.hasOwn(data, name) ? data[name] : undefined
+    return t && (t.owner === undefined || projectId === undefined || t.owner === projectId) ? t : undefined
+  }
   return {
     data,
     has: (name) => get(name) !== undefined,

@@ -10,7 +10,7 @@ export function outsideRun(who: string): Pick<ResourceContext, 'progress' | 'sig
   const noSignals = () => Promise.reject(new Error(`${who} takes no signals`))
   return {
     progress: () => {},
-    signals: { waitFor: noSignals, list: noSignals, clear: noSignals },
+    signals: { waitFor: noSignals, list: noSignals, watch: noSignals, clear: noSignals },
     park: () => {
       throw new Error(`${who} does not wait`)
     },

@@ -12,12 +12,25 @@ import { noneResource, randomStringResource, valueResource } from './builtin/sim
 import { testResource } from './builtin/test-resource'
 import { waitConditionHandleResource, waitConditionResource } from './builtin/wait-condition'
 import { catalogData, catalogFromData } from './catalog'
+import type { ProviderTypes } from './provider/provider-types'
 import type { PropertySchema, ResourceType } from './types'
 
 export interface Registry {
   get(name: string): ResourceType | undefined
   has(name: string): boolean
   list(): ResourceType[]
+  /** Changes whenever the set of types does (providers registered or removed); absent: never changes. */
+  generation?(): number
+}
+
+/** The built-in types and, after them, the providers' (whose names carry a prefix no built-in type has). */
+export function withProviders(builtin: Registry, providers: Pick<ProviderTypes, 'get' | 'list' | 'generation'>): Registry {
+  return {
+    get: (name) => builtin.get(name) ?? providers.get(name),
+    has: (name) => builtin.has(name) || providers.get(name) !== undefined,
+    list: () => [...builtin.list(), ...providers.list().sort((a, b) => a.name.localeCompare(b.name))],
+    generation: () => providers.generation,
+  }
 }
 
 export interface BuiltinOptions {
@@ -53,13 +66,32 @@ export function createRegistry(types: ResourceType[]): Registry {
   }
 }
 
+/** Whether `who`'s project may use type `t`: a provider's type registered by another project is unknown to it. */
+export const mayUse = (t: ResourceType, who: { projectId: string }) => t.ownerProject === undefined || t.ownerProject === who.projectId
+
 /** Names of the types whose actions change nothing outside Kiln's database (ResourceType.stateOnly). */
 export function stateOnlyTypeNames(registry: Pick<Registry, 'list'>): string[] {
   return registry.list().filter((t) => t.stateOnly).map((t) => t.name)
 }
 
+/** The template module's view of `registry`, rebuilt when its types change (a provider registered). */
 export function typeCatalog(registry: Registry): TypeCatalog {
-  return catalogFromData(catalogData(registry.list()))
+  let built: { generation: number; catalog: TypeCatalog } | null = null
+  const current = () => {
+    const generation = registry.generation?.() ?? 0
+    if (built?.generation !== generation) built = { generation, catalog: catalogFromData(catalogData(registry.list())) }
+    return built.catalog
+  }
+  return {
+    get data() {
+      return current().data
+    },
+    has: (name) => current().has(name),
+    validateProperties: (name, properties) => current().validateProperties(name, properties),
+    attributes: (name) => current().attributes(name),
+    adopts: (name) => current().adopts?.(name) === true,
+    snapshots: (name) => current().snapshots?.(name) === true,
+  }
 }
 
 /** Heat's resource_schema shape (GET /resource_types/{type}). */

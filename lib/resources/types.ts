@@ -255,6 +255,14 @@ export interface ResourceContext {
   resourceName: string
   /** Stable id of this row (a replacement is a new row with a new uuid). */
   resourceUuid: string
+  /**
+   * The traversal this action is part of (absent outside one: an import preview): with the row and the
+   * action, what makes an idempotency key that every attempt at this action shares (a retry, a resumed
+   * park, a run after a worker died) and no later action repeats.
+   */
+  traversalId?: string
+  /** When the traversal gives up (the stack's timeout); the action's signal fires then. Absent outside a traversal. */
+  deadline?: Date
   /** Uuid of the row this one replaces, when it is a replacement. */
   replacesUuid: string | null
   /** A name unique to this row, usable for physical names: `<stack>-<resource>-<uuid prefix>`. */
@@ -343,6 +351,12 @@ export interface ResourceSignals {
    */
   waitFor(handle: string, count: number, timeoutMs: number, opts?: SignalWaitOptions): Promise<SignalWaitOutcome>
   list(handle: string): Promise<ResourceSignal[]>
+  /**
+   * The key a signal to `handle` fires, and how many times it has fired: read it *before* asking for
+   * something whose news comes as a signal (a provider's callback), then park with both, so that news
+   * arriving in between wakes the park at once instead of being slept through.
+   */
+  watch(handle: string): Promise<{ wakeKey: string; seen: number }>
   /** Forget the handle's signals (the handle is deleted). */
   clear(handle: string): Promise<void>
 }
@@ -398,6 +412,8 @@ export interface ActionResult {
 export interface ResourceType {
   /** e.g. `OS::Heat::TestResource` */
   name: string
+  /** A provider's type registered by a project: only that project's templates may use it (unset: every project's). */
+  ownerProject?: string
   description: string
   properties: Record<string, PropertySchema>
   attributes: Record<string, AttributeSchema>

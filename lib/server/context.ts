@@ -8,7 +8,10 @@ import { createDb, type Db } from '../db/client'
 import { builtinOptionsFrom, limitsFrom, publicUrlFrom, typeConfigFrom, WEB_POOL_SIZE } from '../config'
 import { failedAttemptLimit, type FailedAttemptLimit } from '../auth/failed-attempts'
 import type { ClientInfo } from '../api/http'
-import { builtinTypes, createRegistry, typeCatalog } from '../resources/registry'
+import { builtinTypes, createRegistry, typeCatalog, withProviders, type Registry } from '../resources/registry'
+import { ProviderTypes } from '../resources/provider/provider-types'
+import { providerSource } from '../db/queries/providers'
+import { createProviderService } from '../services/providers'
 import { createStackService, type StackService } from '../services/stacks'
 import { createPlanService } from '../services/plans'
 import { createLogger, type Logger } from '../logger'
@@ -23,7 +26,9 @@ import { projectRateLimit } from '../api/project-rate'
 export interface AppContext {
   env: Env
   db: Db
-  registry: ReturnType<typeof createRegistry>
+  registry: Registry
+  /** The providers' types, loaded before the server listens. */
+  providerTypes: ProviderTypes
   stacks: StackService
   reads: ReadService
   accounts: AccountService
@@ -45,7 +50,9 @@ export function appContext(): AppContext {
   const e = env()
   if (!e.DATABASE_URL) throw new Error('DATABASE_URL is not set (the launcher sets it for the web server)')
   const db = createDb(e.DATABASE_URL, { max: WEB_POOL_SIZE, application: 'kiln-web' })
-  const registry = createRegistry(builtinTypes(builtinOptionsFrom(e)))
+  // A provider's types: loaded before the server listens (server.ts), reloaded when this process registers one.
+  const providerTypes = new ProviderTypes(providerSource(db.pool), { publicUrl: publicUrlFrom(e, e.PORT), timeoutMs: e.KILN_PROVIDER_TIMEOUT_MS })
+  const registry = withProviders(createRegistry(builtinTypes(builtinOptionsFrom(e))), providerTypes)
   const log = createLogger({ level: e.KILN_LOG_LEVEL, format: e.KILN_LOG_FORMAT }).scope({ proc: 'web' })
   const stacks = createStackService({ db, catalog: typeCatalog(registry), types: registry, limits: limitsFrom(e), defaultTimeoutMins: e.KILN_DEFAULT_TIMEOUT_MINS })
   const plans = createPlanService({ db, catalog: typeCatalog(registry), types: registry, limits: limitsFrom(e), ttlMs: e.KILN_PLAN_TTL_MS }, stacks)
@@ -57,10 +64,11 @@ export function appContext(): AppContext {
   const snapshots = createSnapshotService({ db, types: registry, typeConfig: typeConfigFrom(e, e.DATABASE_URL), reads, log })
   const failedAttempts = failedAttemptLimit({ perMinute: e.KILN_AUTH_FAILURES_PER_MINUTE, log })
   let publicUrl = publicUrlFrom(e, e.PORT)
-  const deps: ApiDeps = { db, stacks, plans, imports, importPreviews, reads, snapshots, accounts, registry, log, failedAttempts, maxBodyBytes: e.KILN_MAX_BODY_BYTES, limits: limitsFrom(e), leaseMs: e.KILN_LEASE_MS, secureCookies: e.KILN_SECURE_COOKIES, publicUrl: () => publicUrl }
+  const providers = createProviderService({ db, changed: () => providerTypes.reload() })
+  const deps: ApiDeps = { db, stacks, plans, imports, importPreviews, reads, snapshots, accounts, providers, registry, log, failedAttempts, maxBodyBytes: e.KILN_MAX_BODY_BYTES, limits: limitsFrom(e), leaseMs: e.KILN_LEASE_MS, secureCookies: e.KILN_SECURE_COOKIES, publicUrl: () => publicUrl }
   // PORT=0 binds a port chosen by the system: the default public URL names the one bound.
   const listening = (port: number) => (publicUrl = publicUrlFrom(e, port))
-  const ctx: AppContext = { env: e, db, registry, stacks, reads, accounts, log, api: createApi(deps), failedAttempts, listening }
+  const ctx: AppContext = { env: e, db, registry, providerTypes, stacks, reads, accounts, log, api: createApi(deps), failedAttempts, listening }
   g[KEY] = ctx
   return ctx
 }

@@ -8,6 +8,7 @@ import { cliReference } from './cli'
 import { configurationReference } from './configuration'
 import { heatApiReference } from './heat-api'
 import { hotFunctionsReference } from './hot-functions'
+import { protocolSchemas, providerProtocolReference } from './provider-protocol'
 import { resourceTypesReference } from './resource-types'
 
 export function generatedDocs(): Map<string, string> {
@@ -18,5 +19,7 @@ export function generatedDocs(): Map<string, string> {
     ['docs/reference/configuration.md', configurationReference()],
     ['docs/reference/resource-types.md', resourceTypesReference()],
     ['docs/reference/hot-functions.md', hotFunctionsReference()],
+    ['docs/reference/provider-protocol.md', providerProtocolReference()],
+    ...protocolSchemas(),
   ])
 }

@@ -15,7 +15,10 @@ import type { Db } from '../../lib/db/client'
 import { toNodeHandler } from '../../lib/api/node-adapter'
 import { createToken } from '../../lib/auth/tokens'
 import { createLogger } from '../../lib/logger'
-import { builtinTypes, createRegistry, typeCatalog } from '../../lib/resources/registry'
+import { builtinTypes, createRegistry, typeCatalog, withProviders } from '../../lib/resources/registry'
+import { ProviderTypes } from '../../lib/resources/provider/provider-types'
+import { providerSource } from '../../lib/db/queries/providers'
+import { createProviderService } from '../../lib/services/providers'
 import { createAccountService } from '../../lib/services/accounts'
 import { createReadService } from '../../lib/services/reads'
 import { createPlanService } from '../../lib/services/plans'
@@ -74,7 +77,9 @@ export interface ApiServerOptions {
 }
 
 export async function startApiServer(c: TestCluster, opts: ApiServerOptions = {}): Promise<ApiServer> {
-  const registry = createRegistry(builtinTypes(c.builtin))
+  const providerTypes = new ProviderTypes(providerSource(c.db.pool), { publicUrl: 'http://127.0.0.1' })
+  await providerTypes.reload()
+  const registry = withProviders(createRegistry(builtinTypes(c.builtin)), providerTypes)
   const limits = { maxTemplateBytes: 1 << 20, maxResourcesPerStack: 500 }
   const db = opts.db ?? c.db
   const logs: string[] = []
@@ -100,6 +105,7 @@ export async function startApiServer(c: TestCluster, opts: ApiServerOptions = {}
     reads,
     snapshots: createSnapshotService({ db, types: registry, typeConfig, reads, log }),
     accounts: createAccountService(db),
+    providers: createProviderService({ db, changed: () => providerTypes.reload() }),
     registry,
     log,
     maxBodyBytes: opts.maxBodyBytes ?? 2 << 20,

@@ -79,9 +79,9 @@ describe('Kiln::Exec', () => {
     const ctx = context()
     const out = await exec.create(ctx, props({ create: sh('cat > stdin.json; env > env.txt; printf \'{"cwd": "%s", "key": "%s", "greeting": "%s"}\' "$PWD" "$KILN_IDEMPOTENCY_KEY" "$GREETING"'), input: { size: 3 }, environment: { GREETING: 'hi' } }))
     const workdir = path.join(dir, 'ws', PROJECT_A, execWorkdir(ctx.resourceUuid))
-    expect(out.attributes?.result).toEqual({ cwd: workdir, key: `${ctx.resourceUuid}:create`, greeting: 'hi' })
+    expect(out.attributes?.result).toEqual({ cwd: workdir, key: `outside-a-traversal:${ctx.resourceUuid}:create`, greeting: 'hi' })
     const stdin = JSON.parse(fs.readFileSync(path.join(workdir, 'stdin.json'), 'utf8'))
-    expect(stdin).toMatchObject({ action: 'create', input: { size: 3 }, resource: { name: 'job', stack: 'st', uuid: ctx.resourceUuid }, idempotency_key: `${ctx.resourceUuid}:create` })
+    expect(stdin).toMatchObject({ action: 'create', input: { size: 3 }, resource: { name: 'job', stack: 'st', uuid: ctx.resourceUuid }, idempotency_key: `outside-a-traversal:${ctx.resourceUuid}:create` })
     expect(out.physicalId).toBe(ctx.physicalName)
     // Nothing of the worker's environment (this test process's: VITEST, NODE_ENV, …) but PATH; the shell adds PWD, SHLVL and _.
     const names = fs.readFileSync(path.join(workdir, 'env.txt'), 'utf8').split('\n').filter(Boolean).map((l) => l.split('=')[0]!)

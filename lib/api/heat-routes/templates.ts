@@ -1,5 +1,5 @@
 /** Heat's template validation, resource types, and a stack's template. */
-import { describeType } from '../../resources/registry'
+import { describeType, mayUse } from '../../resources/registry'
 import type { Principal } from '../../services/accounts'
 import { MASK } from '../../services/reads'
 import { actorOf, type ApiDeps } from '../deps'
@@ -31,13 +31,13 @@ export function templateRoutes(d: ApiDeps, router: Router<Principal>): void {
     .add('GET', '/v1/:project/resource_types', (c) => {
       requireProject(c)
       const withDescription = c.url.searchParams.get('with_description') === 'true'
-      const types = d.registry.list()
+      const types = d.registry.list().filter((t) => mayUse(t, c.principal))
       return json({ resource_types: withDescription ? types.map((t) => ({ resource_type: t.name, description: t.description })) : types.map((t) => t.name) })
     })
     .add('GET', '/v1/:project/resource_types/:type', (c) => {
       requireProject(c)
       const t = d.registry.get(c.params.type!)
-      if (!t) throw new HttpError(404, 'not_found', `The Resource Type (${c.params.type}) could not be found.`)
+      if (!t || !mayUse(t, c.principal)) throw new HttpError(404, 'not_found', `The Resource Type (${c.params.type}) could not be found.`)
       return json(describeType(t))
     })
     .add('GET', '/v1/:project/stacks/:name/:id/template', async (c) => {

@@ -11,6 +11,7 @@ import { accountRoutes } from './accounts'
 import { historyRoutes } from './history'
 import { outputRoutes } from './outputs'
 import { importRoutes, planRoutes } from './plans'
+import { providerRoutes } from './providers'
 import { resourceRoutes } from './resources'
 import { stackRoutes } from './stacks'
 import { systemRoutes } from './system'
@@ -28,4 +29,5 @@ export function kilnRoutes(d: ApiDeps, router: Router<Principal>, signals: Signa
   resourceRoutes(d, router, signals)
   historyRoutes(d, router)
   outputRoutes(d, router)
+  providerRoutes(d, router)
 }

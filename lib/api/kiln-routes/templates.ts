@@ -1,5 +1,5 @@
 /** Resource types, and template validation for the editor. */
-import { describeType } from '../../resources/registry'
+import { describeType, mayUse } from '../../resources/registry'
 import type { Principal } from '../../services/accounts'
 import type { ApiDeps } from '../deps'
 import { HttpError, json, parse, type Router } from '../http'
@@ -8,10 +8,10 @@ import { validateLeniently } from '../validate'
 
 export function templateRoutes(d: ApiDeps, router: Router<Principal>): void {
   router
-    .add('GET', '/api/resource-types', () => json({ resourceTypes: d.registry.list().map((t) => ({ name: t.name, description: t.description })) }))
+    .add('GET', '/api/resource-types', (c) => json({ resourceTypes: d.registry.list().filter((t) => mayUse(t, c.principal)).map((t) => ({ name: t.name, description: t.description })) }))
     .add('GET', '/api/resource-types/:type', (c) => {
       const t = d.registry.get(c.params.type!)
-      if (!t) throw new HttpError(404, 'not_found', `resource type ${c.params.type} not found`)
+      if (!t || !mayUse(t, c.principal)) throw new HttpError(404, 'not_found', `resource type ${c.params.type} not found`)
       return json(describeType(t))
     })
     .add('POST', '/api/templates/validate', async (c) => {

@@ -6,7 +6,7 @@
  * in the row's own working directory in its project's workspace
  * (`.kiln-exec/<row uuid>`), with a JSON document on stdin: the action, the
  * `input` property, the previous input and result, the resource and an
- * idempotency key (row and action). Create and update print a JSON object
+ * idempotency key (traversal, row and action). Create and update print a JSON object
  * on stdout: the `result` attribute (get_attr [r, result, key]). A non-zero
  * exit fails the action with the end of stderr as its reason.
  *
@@ -84,6 +84,9 @@ function properties(allowed: readonly string[]): Record<string, PropertySchema> 
   }
 }
 
+/** The same for every attempt at this action of this row in this traversal, and for no other action. */
+const idempotencyKey = (ctx: ResourceContext, action: ExecAction) => `${ctx.traversalId ?? 'outside-a-traversal'}:${ctx.resourceUuid}:${action}`
+
 /** Stdin of every command: what the action is, and everything Kiln knows of the object. */
 function stdinFor(ctx: ResourceContext, action: ExecAction, props: Record<string, unknown>, prev: ResourceState | null): string {
   return JSON.stringify({
@@ -91,7 +94,7 @@ function stdinFor(ctx: ResourceContext, action: ExecAction, props: Record<string
     input: props.input ?? {},
     ...(prev ? { previous: { input: prev.properties.input ?? {}, result: prev.attributes.result ?? {} } } : {}),
     resource: { stack: ctx.stackName, stack_id: ctx.stackId, name: ctx.resourceName, uuid: ctx.resourceUuid, physical_name: ctx.physicalName },
-    idempotency_key: `${ctx.resourceUuid}:${action}`,
+    idempotency_key: idempotencyKey(ctx, action),
   })
 }
 
@@ -112,7 +115,7 @@ function environmentFor(ctx: ResourceContext, action: ExecAction, props: Record<
     KILN_RESOURCE_NAME: ctx.resourceName,
     KILN_RESOURCE_UUID: ctx.resourceUuid,
     KILN_PHYSICAL_NAME: ctx.physicalName,
-    KILN_IDEMPOTENCY_KEY: `${ctx.resourceUuid}:${action}`,
+    KILN_IDEMPOTENCY_KEY: idempotencyKey(ctx, action),
   }
 }
 
