@@ -74,6 +74,8 @@ export interface ApiServerOptions {
    * over an hour instead of a minute, so that a test of the limit never races the window's end.
    */
   importPreviewsPerWindow?: number
+  /** The port to listen on (default: one the system picks); a test whose workers must reach the API names it in KILN_PUBLIC_URL. */
+  port?: number
 }
 
 export async function startApiServer(c: TestCluster, opts: ApiServerOptions = {}): Promise<ApiServer> {
@@ -117,7 +119,7 @@ export async function startApiServer(c: TestCluster, opts: ApiServerOptions = {}
   }
   const server: Server = createServer(toNodeHandler(createApi(deps)))
   const realtime = attachRealtime(server, { url: c.url, db, log, failedAttempts, messageLimit: opts.socketMessageLimit ?? { messages: 600, windowSeconds: 60 } })
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+  await new Promise<void>((r) => server.listen(opts.port ?? 0, '127.0.0.1', r))
   url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
 
   const a = await makeProject(c, 'admin')
