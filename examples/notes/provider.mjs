@@ -8,6 +8,7 @@
 // each action takes; what a slower back end would do). Attributes: `path` (the note's file) and
 // `words`. Edit a note's file by hand and Kiln's drift check finds it.
 import { createHmac, createHash, timingSafeEqual, randomUUID } from 'node:crypto'
+import { Buffer } from 'node:buffer'
 import { createServer } from 'node:http'
 import fs from 'node:fs'
 import path from 'node:path'
