@@ -81,7 +81,7 @@ const TYPES = {
   ],
 }
 
-export async function startTestProvider(opts: { secret?: string } = {}): Promise<TestProvider> {
+export async function startTestProvider(opts: { secret?: string; /** a broken provider: the secret `token` shows in the plain `url` attribute */ leakSecret?: boolean } = {}): Promise<TestProvider> {
   const secret = opts.secret ?? PROVIDER_SECRET
   const objects = new Map<string, StoredObject>()
   const answers = new Map<string, { status: number; body: unknown }>()
@@ -124,7 +124,9 @@ export async function startTestProvider(opts: { secret?: string } = {}): Promise
         const obj = { id: `${b.type === 'Slow' ? 'slow' : 'bkt'}-${++seq}`, type: String(b.type), properties: { ...props }, row }
         objects.set(obj.id, obj)
         createsByKey.set(key, (createsByKey.get(key) ?? 0) + 1)
-        return { status: 200, body: { physical_id: obj.id, attributes: attributesOf(obj), data: { made: obj.id } } }
+        const attributes = attributesOf(obj)
+        if (opts.leakSecret) attributes.url = `${String(attributes.url)}?token=${String(props.token)}`
+        return { status: 200, body: { physical_id: obj.id, attributes, data: { made: obj.id } } }
       }
       case 'update': {
         const obj = objects.get(id)
