@@ -21,7 +21,7 @@
  * The pure layers (see docs/design/layers.md): they can be tested and reasoned
  * about without a database, a thread pool, a web server or a UI.
  */
-const PURE = ['^lib/(template|engine|plan)/', '^lib/resources/(types|schema|secrets|catalog|replace-rules)\\.ts$']
+const PURE = ['^lib/(template|engine|plan|sdk)/', '^lib/resources/(types|schema|secrets|catalog|replace-rules)\\.ts$']
 /** What does I/O or runs above the pure layers. */
 const IMPURE = [
   '^lib/(db|api|services|server|realtime|cli|evaluation|auth|metrics|ui)/',

@@ -9,6 +9,8 @@
 import { createServer } from 'node:http'
 import next from 'next'
 import { appContext } from './lib/server/context'
+import { env } from './lib/env'
+import { loadTypePackages } from './lib/resources/packages'
 import { toNodeHandler } from './lib/api/node-adapter'
 import { attachRealtime } from './lib/server/realtime'
 import { newNonce, pagePolicy, pageSecurityHeaders } from './lib/server/security-headers'
@@ -18,7 +20,7 @@ import { configureEvaluation } from './lib/evaluation/pool'
 import { evaluationSettingsFrom } from './lib/evaluation/settings'
 
 async function main() {
-  const ctx = appContext()
+  const ctx = appContext({ packages: await loadTypePackages(env().KILN_TYPE_PACKAGES) })
   const { env: e, log } = ctx
   await ctx.providerTypes.reload()
   // Submitted templates are checked on evaluation threads: start them now, not on the first submission.

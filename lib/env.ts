@@ -76,6 +76,14 @@ const EnvSchema = z.object({
     .optional()
     .transform((v) => (v ?? '').split(',').map((s) => s.trim()).filter(Boolean)),
   /**
+   * Type packages to load at start, comma-separated: npm package names, or paths starting with `.` or `/`
+   * (docs/guide/resource-types.md#type-packages). The web server and every worker must name the same ones.
+   */
+  KILN_TYPE_PACKAGES: z
+    .string()
+    .optional()
+    .transform((v) => (v ?? '').split(',').map((s) => s.trim()).filter(Boolean)),
+  /**
    * How long Kiln waits for one answer of an HTTP resource provider before it retries (5 attempts in all,
    * with back-off). A long operation answers 202 at once and is not bound by this.
    */

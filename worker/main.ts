@@ -19,6 +19,7 @@ import { builtinOptionsFrom, targetIsOwnServer, typeConfigFrom, workerPoolSize }
 import { targetCapacityReport } from '../lib/resources/builtin/postgres-capacity'
 import { builtinTypes, createRegistry, stateOnlyTypeNames, withProviders } from '../lib/resources/registry'
 import { ProviderTypes } from '../lib/resources/provider/provider-types'
+import { loadTypePackages } from '../lib/resources/packages'
 import { providerSource } from '../lib/db/queries/providers'
 import { RollbackSystem } from '../lib/services/stacks/rollback'
 import { WorkerRuntime } from './runtime'
@@ -41,7 +42,7 @@ async function main() {
   // Budgets for tenants' templates; the evaluation threads start only if an evaluation needs them.
   configureEvaluation(evaluationSettingsFrom(e))
   const database = await resolveDatabase(e, { log: (l) => log.info(l) })
-  const builtin = createRegistry(builtinTypes(builtinOptionsFrom(e)))
+  const builtin = createRegistry(builtinTypes({ ...builtinOptionsFrom(e), packages: await loadTypePackages(e.KILN_TYPE_PACKAGES) }))
   let running: { db: Db; worker: WorkerRuntime } | null = null
 
   let signals = 0

@@ -36,6 +36,8 @@ export function withProviders(builtin: Registry, providers: Pick<ProviderTypes, 
 export interface BuiltinOptions {
   /** Kiln::Exec's allow-list (KILN_EXEC_COMMANDS); empty or unset: the type refuses every command. */
   exec?: ExecSettings
+  /** Types of the type packages (KILN_TYPE_PACKAGES, lib/resources/packages.ts), loaded before. */
+  packages?: ResourceType[]
 }
 
 export function builtinTypes(opts: BuiltinOptions = {}): ResourceType[] {
@@ -50,6 +52,7 @@ export function builtinTypes(opts: BuiltinOptions = {}): ResourceType[] {
     fileResource,
     postgresDatabaseResource,
     execResource(opts.exec ?? { commands: [] }),
+    ...(opts.packages ?? []),
   ]
 }
 

@@ -14,4 +14,16 @@ export function testResourceReplaceReason(props: Record<string, unknown>): strin
   return props.update_replace === true ? 'update_replace is set' : null
 }
 
-export const builtinReplaceRules: ReadonlyMap<string, ReplaceRule> = new Map([['OS::Heat::TestResource', testResourceReplaceReason]])
+/** Kiln::Exec: properties that only say how the object is managed; changing them alone runs no command. */
+export const EXEC_MANAGEMENT_PROPERTIES = ['update', 'delete', 'observe', 'timeout']
+
+/** Kiln::Exec: a change of what the commands are given, with no update command, replaces the resource. */
+export function execReplaceReason(props: Record<string, unknown>, _prev: unknown, changed: string[]): string | null {
+  const needsCommand = changed.length === 0 || changed.some((k) => !EXEC_MANAGEMENT_PROPERTIES.includes(k))
+  return needsCommand && !props.update ? 'Kiln::Exec has no update command: a change of input or environment replaces it' : null
+}
+
+export const builtinReplaceRules: ReadonlyMap<string, ReplaceRule> = new Map<string, ReplaceRule>([
+  ['OS::Heat::TestResource', testResourceReplaceReason],
+  ['Kiln::Exec', execReplaceReason],
+])

@@ -10,6 +10,7 @@ import { failedAttemptLimit, type FailedAttemptLimit } from '../auth/failed-atte
 import type { ClientInfo } from '../api/http'
 import { builtinTypes, createRegistry, typeCatalog, withProviders, type Registry } from '../resources/registry'
 import { ProviderTypes } from '../resources/provider/provider-types'
+import type { ResourceType } from '../resources/types'
 import { providerSource } from '../db/queries/providers'
 import { createProviderService } from '../services/providers'
 import { createStackService, type StackService } from '../services/stacks'
@@ -44,7 +45,8 @@ export interface AppContext {
 const KEY = Symbol.for('kiln.appContext')
 type Holder = { [KEY]?: AppContext }
 
-export function appContext(): AppContext {
+/** `packages`: the type packages' types (KILN_TYPE_PACKAGES), loaded by the caller before the first call. */
+export function appContext(opts: { packages?: ResourceType[] } = {}): AppContext {
   const g = globalThis as Holder
   if (g[KEY]) return g[KEY]
   const e = env()
@@ -52,7 +54,7 @@ export function appContext(): AppContext {
   const db = createDb(e.DATABASE_URL, { max: WEB_POOL_SIZE, application: 'kiln-web' })
   // A provider's types: loaded before the server listens (server.ts), reloaded when this process registers one.
   const providerTypes = new ProviderTypes(providerSource(db.pool), { publicUrl: publicUrlFrom(e, e.PORT), timeoutMs: e.KILN_PROVIDER_TIMEOUT_MS })
-  const registry = withProviders(createRegistry(builtinTypes(builtinOptionsFrom(e))), providerTypes)
+  const registry = withProviders(createRegistry(builtinTypes({ ...builtinOptionsFrom(e), packages: opts.packages ?? [] })), providerTypes)
   const log = createLogger({ level: e.KILN_LOG_LEVEL, format: e.KILN_LOG_FORMAT }).scope({ proc: 'web' })
   const stacks = createStackService({ db, catalog: typeCatalog(registry), types: registry, limits: limitsFrom(e), defaultTimeoutMins: e.KILN_DEFAULT_TIMEOUT_MINS })
   const plans = createPlanService({ db, catalog: typeCatalog(registry), types: registry, limits: limitsFrom(e), ttlMs: e.KILN_PLAN_TTL_MS }, stacks)
@@ -64,7 +66,7 @@ export function appContext(): AppContext {
   const snapshots = createSnapshotService({ db, types: registry, typeConfig: typeConfigFrom(e, e.DATABASE_URL), reads, log })
   const failedAttempts = failedAttemptLimit({ perMinute: e.KILN_AUTH_FAILURES_PER_MINUTE, log })
   let publicUrl = publicUrlFrom(e, e.PORT)
-  const providers = createProviderService({ db, changed: () => providerTypes.reload() })
+  const providers = createProviderService({ db, changed: () => providerTypes.reload(), packagePrefixes: (opts.packages ?? []).map((t) => t.name.split('::')[0]!) })
   const deps: ApiDeps = { db, stacks, plans, imports, importPreviews, reads, snapshots, accounts, providers, registry, log, failedAttempts, maxBodyBytes: e.KILN_MAX_BODY_BYTES, limits: limitsFrom(e), leaseMs: e.KILN_LEASE_MS, secureCookies: e.KILN_SECURE_COOKIES, publicUrl: () => publicUrl }
   // PORT=0 binds a port chosen by the system: the default public URL names the one bound.
   const listening = (port: number) => (publicUrl = publicUrlFrom(e, port))

@@ -15,6 +15,7 @@ import { send } from '../resources/provider/client'
 import { TypesReply, type TypeDeclT } from '../resources/provider/protocol'
 import { callbackSignature } from '../resources/provider/signature'
 import { callbackHandle, callbackPath } from '../resources/provider/type'
+import { RESERVED_PREFIXES } from '../resources/packages'
 import { ResourceActionError } from '../resources/types'
 
 export interface ProviderRegistration {
@@ -32,13 +33,13 @@ export interface ProviderActor {
   role: string
 }
 
-/** Namespaces of the built-in types and of Heat's: a provider cannot shadow or imitate them. */
-const RESERVED_PREFIXES = ['OS', 'Kiln', 'AWS', 'Heat']
 
 export interface ProviderServiceDeps {
   db: Db
   /** Called once a registration changed in this process (its own types reload before the answer). */
   changed: () => Promise<void>
+  /** Prefixes the type packages' types use: a provider cannot take them. */
+  packagePrefixes?: string[]
 }
 
 export function createProviderService(deps: ProviderServiceDeps) {
@@ -65,6 +66,7 @@ export function createProviderService(deps: ProviderServiceDeps) {
       const projectId = ownerOf(actor, reg.scope)
       const head = reg.prefix.split('::')[0]!
       if (RESERVED_PREFIXES.includes(head)) throw new ValidationError(`prefix: ${head}:: is reserved for Kiln's and Heat's own types; choose another`)
+      if (deps.packagePrefixes?.includes(head)) throw new ConflictError(`prefix: ${head}:: belongs to a type package this server loads (KILN_TYPE_PACKAGES); choose another`)
       const secret = reg.secret ?? `kiln_prov_${randomBytes(24).toString('base64url')}`
       const url = reg.url.replace(/\/+$/, '')
       const types = await typesOf({ name: reg.name, url, secret })

@@ -13,6 +13,7 @@ import { childEnv } from '../../lib/env'
 import { createDb, type Db } from '../../lib/db/client'
 import { ALL_STACKS, HARNESS_WATCH_MS, watchStackEvents } from '../../lib/db/queries/watch'
 import { builtinTypes, createRegistry, typeCatalog, type BuiltinOptions } from '../../lib/resources/registry'
+import { loadTypePackages } from '../../lib/resources/packages'
 import { createStackService, type Actor, type StackService } from '../../lib/services/stacks'
 
 export interface ClusterOptions {
@@ -48,7 +49,7 @@ export class TestCluster {
 
   static async start(url: string, opts: ClusterOptions): Promise<TestCluster> {
     const db = createDb(url, { max: 6 })
-    const builtin = builtinOptionsOf(opts.env)
+    const builtin = { ...builtinOptionsOf(opts.env), packages: await loadTypePackages((opts.env?.KILN_TYPE_PACKAGES ?? '').split(',').filter(Boolean)) }
     const registry = createRegistry(builtinTypes(builtin))
     const services = createStackService({ db, catalog: typeCatalog(registry), types: registry, limits: { maxTemplateBytes: 1 << 22, maxResourcesPerStack: 10_000 }, defaultTimeoutMins: 30 })
     const { rows } = await db.pool.query(`INSERT INTO project (name) VALUES ($1) RETURNING id`, [`t-${crypto.randomBytes(4).toString('hex')}`])

@@ -6,7 +6,7 @@
  * something to settle). It waits parked: the node holds no worker slot, and
  * a cancel or a delete stops the wait at once.
  */
-import { ResourceActionError, type ResourceContext, type ResourceType } from '../types'
+import { defineResourceType, ResourceActionError, type ResourceContext } from '../../sdk'
 import { observeStored } from './util'
 
 /** The longest delay, as a wait condition's longest timeout: half a day. */
@@ -32,7 +32,7 @@ async function delay(ctx: ResourceContext, props: Record<string, unknown>, actio
 
 const seconds = (description: string, def: number) => ({ type: 'number' as const, default: def, updateAllowed: true, constraints: [{ range: { min: 0 } }], description })
 
-export const delayResource: ResourceType = {
+export const delayResource = defineResourceType({
   name: 'OS::Heat::Delay',
   description: 'Delays the actions it names (CREATE by default) by min_wait seconds plus a random jitter, so that what depends on it starts later. It waits holding no worker.',
   properties: {
@@ -60,4 +60,4 @@ export const delayResource: ResourceType = {
     await delay(ctx, state.properties, 'DELETE')
   },
   observe: observeStored,
-}
+})

@@ -23,7 +23,8 @@
  */
 import path from 'node:path'
 import { commandSearchPath } from '../../env'
-import { ReplaceRequired, ResourceActionError, type ActionResult, type Observation, type PropertySchema, type ResourceContext, type ResourceState, type ResourceType } from '../types'
+import { defineResourceType, ReplaceRequired, ResourceActionError, type ActionResult, type Observation, type PropertySchema, type ResourceContext, type ResourceState, type ResourceType } from '../../sdk'
+import { EXEC_MANAGEMENT_PROPERTIES, execReplaceReason } from '../replace-rules'
 import { runCommand, type CommandOutcome } from './exec-process'
 import { observeStored } from './util'
 import { dirAt, projectWorkspace, removeDirAt, WorkspaceError } from './workspace'
@@ -33,8 +34,6 @@ export type ExecAction = 'create' | 'update' | 'delete' | 'observe'
 /** The longest time limit a command may have: an hour (a longer job belongs in a provider that answers 202). */
 const MAX_TIMEOUT_SECS = 3600
 const WORKDIR_ROOT = '.kiln-exec'
-/** Properties that only say how the object is managed: changing them alone runs no command. */
-const HOW_IT_IS_MANAGED = ['update', 'delete', 'observe', 'timeout']
 
 export interface ExecSettings {
   /** The programs commands may run (argv[0], exactly as written); empty: Kiln::Exec is off. */
@@ -198,7 +197,7 @@ function observation(stdout: string, state: ResourceState): Observation {
 
 export function execResource(settings: ExecSettings): ResourceType {
   const allowed = settings.commands
-  return {
+  return defineResourceType({
     name: 'Kiln::Exec',
     description:
       "Commands that create, update, delete and observe something, run on the worker's machine with JSON on stdin and a JSON result on stdout. Off unless the admin names the programs it may run (KILN_EXEC_COMMANDS).",
@@ -208,13 +207,10 @@ export function execResource(settings: ExecSettings): ResourceType {
       stderr: { description: "The end of the last create or update command's stderr (at most 4 KiB).", type: 'string' },
     },
     create: (ctx, props) => act(ctx, settings, 'create', props, null),
-    replaceOnUpdate(props, _prev, changed) {
-      const needsCommand = changed.length === 0 || changed.some((k) => !HOW_IT_IS_MANAGED.includes(k))
-      return needsCommand && !props.update ? 'Kiln::Exec has no update command: a change of input or environment replaces it' : null
-    },
+    replaceOnUpdate: execReplaceReason,
     async update(ctx, props, prev, changed) {
       // Only how the object is managed changed (the delete command, the timeout): nothing to run.
-      if (changed.length > 0 && changed.every((k) => HOW_IT_IS_MANAGED.includes(k))) return { attributes: prev.attributes }
+      if (changed.length > 0 && changed.every((k) => EXEC_MANAGEMENT_PROPERTIES.includes(k))) return { attributes: prev.attributes }
       if (!props.update) throw new ReplaceRequired('Kiln::Exec has no update command: a change of input or environment replaces it')
       return act(ctx, settings, 'update', props, prev)
     },
@@ -234,5 +230,5 @@ export function execResource(settings: ExecSettings): ResourceType {
     },
     // Seen to exist after a failure: an update command can repair it; without one it is replaced.
     needsReplaceFailed: (_seen, state) => (state.properties.update ? null : 'Kiln::Exec has no update command to repair it with'),
-  }
+  })
 }

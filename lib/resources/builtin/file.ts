@@ -27,7 +27,8 @@
  * secret when the content holds a secret (derivedFrom, lib/resources/secrets.ts).
  */
 import { createHash } from 'node:crypto'
-import { DEFAULT_WORKSPACE_QUOTA_BYTES, ResourceActionError, type Adopted, type Observation, type OutsideRef, type ResourceContext, type ResourceState, type ResourceType } from '../types'
+import { DEFAULT_WORKSPACE_QUOTA_BYTES } from '../types'
+import { defineResourceType, ResourceActionError, type Adopted, type Observation, type OutsideRef, type ResourceContext, type ResourceState } from '../../sdk'
 import { entryAt, inspectAt, projectWorkspace, removeAt, WorkspaceError, writeAt } from './workspace'
 
 export const MAX_FILE_BYTES = 1024 * 1024
@@ -151,7 +152,7 @@ async function remove(ctx: ResourceContext, state: ResourceState): Promise<void>
   await ctx.objects.forget([ref])
 }
 
-export const fileResource: ResourceType = {
+export const fileResource = defineResourceType({
   name: 'Kiln::File',
   description: "A file in the project's workspace (KILN_WORKSPACE_DIR/<project id>). Changing the path replaces it; content and mode update in place.",
   properties: {
@@ -189,4 +190,4 @@ export const fileResource: ResourceType = {
   // The file is there: writing it again repairs whatever a failed or interrupted action left.
   needsReplaceFailed: () => null,
   adopt,
-}
+})

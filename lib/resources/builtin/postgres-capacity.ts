@@ -26,7 +26,8 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks'
 import pg from 'pg'
-import { DEFAULT_PROJECT_QUOTAS, DEFAULT_TENANT_CONNECTION_LIMIT, ResourceActionError, type OutsideRecord, type ResourceContext, type ResourceTypeConfig } from '../types'
+import { DEFAULT_PROJECT_QUOTAS, DEFAULT_TENANT_CONNECTION_LIMIT } from '../types'
+import { ResourceActionError, type OutsideRecord, type ResourceContext, type ResourceTypeConfig } from '../../sdk'
 
 /** Actions of the type one process runs on the target server at once; more wait for a slot (woken when one ends). */
 export const TARGET_ACTIONS_PER_PROCESS = 4

@@ -44,7 +44,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto'
 import pg from 'pg'
-import { ResourceActionError, type Adopted, type Observation, type OutsideRef, type ResourceContext, type ResourceState, type ResourceType } from '../types'
+import { defineResourceType, ResourceActionError, type Adopted, type Observation, type OutsideRef, type ResourceContext, type ResourceState } from '../../sdk'
 import { checkStorage, ifSnapshotFree, inProjectTurn, inSessionSlot, reserveConnections, tenantRoleLimit, whileRestoringFrom, whileTaking, withProjectLock } from './postgres-capacity'
 import { scramVerifier } from './scram'
 
@@ -528,7 +528,7 @@ async function adopt(ctx: ResourceContext, externalId: string, opts: { dryRun: b
   return answer!
 }
 
-export const postgresDatabaseResource: ResourceType = {
+export const postgresDatabaseResource = defineResourceType({
   name: 'Kiln::Postgres::Database',
   description: 'A PostgreSQL database and a login role owning it, on the configured target server. The role can reach that database only.',
   properties: {
@@ -582,4 +582,4 @@ export const postgresDatabaseResource: ResourceType = {
   adoptMany,
   snapshot,
   deleteSnapshot,
-}
+})

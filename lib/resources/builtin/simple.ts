@@ -1,10 +1,10 @@
 /** OS::Heat::None, OS::Heat::Value and OS::Heat::RandomString, as Heat defines them. */
 import { randomInt } from 'node:crypto'
-import { ResourceActionError, type PropertySchema, type ResourceType } from '../types'
+import { defineResourceType, ResourceActionError, type PropertySchema } from '../../sdk'
 import { observeStored } from './util'
 
 /** Stands in for any type (map a type to it in resource_registry): accepts any property, does nothing. */
-export const noneResource: ResourceType = {
+export const noneResource = defineResourceType({
   name: 'OS::Heat::None',
   stateOnly: true,
   description: 'Does nothing; accepts any properties and returns null for any attribute.',
@@ -20,7 +20,7 @@ export const noneResource: ResourceType = {
   },
   async delete() {},
   observe: observeStored,
-}
+})
 
 const VALUE_TYPES = ['string', 'number', 'comma_delimited_list', 'json', 'boolean']
 
@@ -54,7 +54,7 @@ function convertValue(value: unknown, type: string | undefined): unknown {
   }
 }
 
-export const valueResource: ResourceType = {
+export const valueResource = defineResourceType({
   name: 'OS::Heat::Value',
   stateOnly: true,
   description: 'Holds a value (optionally converted to a parameter type) for other resources and outputs to use.',
@@ -71,7 +71,7 @@ export const valueResource: ResourceType = {
   },
   async delete() {},
   observe: observeStored,
-}
+})
 
 const SEQUENCES: Record<string, string> = {
   lettersdigits: 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789',
@@ -120,7 +120,7 @@ export function randomString(props: Record<string, unknown>): string {
   return out.join('')
 }
 
-export const randomStringResource: ResourceType = {
+export const randomStringResource = defineResourceType({
   name: 'OS::Heat::RandomString',
   stateOnly: true,
   description: 'A random string, generated once at create; any property change generates a new one (replacement).',
@@ -142,4 +142,4 @@ export const randomStringResource: ResourceType = {
   },
   async delete() {},
   observe: observeStored,
-}
+})

@@ -6,7 +6,7 @@
  * exposed as the attribute `output`. `client_name`/`entity_name` are stored:
  * there is no client to poll in Kiln.
  */
-import { ReplaceRequired, ResourceActionError, type PropertySchema, type ResourceContext, type ResourceType } from '../types'
+import { defineResourceType, ReplaceRequired, ResourceActionError, type PropertySchema, type ResourceContext } from '../../sdk'
 import { testResourceReplaceReason } from '../replace-rules'
 import { observeStored, waitWithProgress } from './util'
 
@@ -44,7 +44,7 @@ async function run(ctx: ResourceContext, props: Record<string, unknown>, action:
   if (action !== 'delete' && props.fail === true) throw new ResourceActionError(`Test Resource failed ${ctx.resourceName}`)
 }
 
-export const testResource: ResourceType = {
+export const testResource = defineResourceType({
   name: 'OS::Heat::TestResource',
   stateOnly: true,
   description: 'A resource that waits, fails or asks to be replaced on demand, for testing stacks.',
@@ -69,4 +69,4 @@ export const testResource: ResourceType = {
     if (state.properties.fail === true) throw new ResourceActionError(`Test Resource failed ${ctx.resourceName}`)
   },
   observe: observeStored,
-}
+})

@@ -1,5 +1,4 @@
 /** Small helpers the built-in types share. */
-import type { Observation, ResourceContext, ResourceState } from '../types'
 
 /** Wait `seconds` (0 returns at once), rejecting as soon as `signal` fires. */
 export function sleep(seconds: number, signal: AbortSignal): Promise<void> {
@@ -28,11 +27,5 @@ export async function waitWithProgress(seconds: number, signal: AbortSignal, pro
   }
 }
 
-/**
- * `observe` of a state-only type: nothing of it is outside Kiln, so what the
- * engine stored is what there is. It is never gone and never drifted.
- */
-export async function observeStored(ctx: ResourceContext, state: ResourceState): Promise<Observation> {
-  ctx.signal.throwIfAborted()
-  return { state: 'exists', properties: state.properties, attributes: state.attributes }
-}
+/** `observe` of a state-only type: the SDK's. */
+export { observeStored } from '../../sdk'

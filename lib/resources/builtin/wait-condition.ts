@@ -14,7 +14,7 @@
  * attribute.
  */
 import { createHash, randomBytes } from 'node:crypto'
-import { ResourceActionError, type ResourceContext, type ResourceSignal, type ResourceType } from '../types'
+import { defineResourceType, ResourceActionError, type ResourceContext, type ResourceSignal } from '../../sdk'
 import { observeStored } from './util'
 
 export const WAIT_CONDITION_HANDLE = 'OS::Heat::WaitConditionHandle'
@@ -33,7 +33,7 @@ function signalEndpoint(ctx: ResourceContext): string {
   return `${base}/api/stacks/${ctx.stackId}/resources/${encodeURIComponent(ctx.resourceName)}/signal`
 }
 
-export const waitConditionHandleResource: ResourceType = {
+export const waitConditionHandleResource = defineResourceType({
   name: WAIT_CONDITION_HANDLE,
   description: 'Takes signals (POST …/resources/<name>/signal, with a project token or this handle’s own token) for an OS::Heat::WaitCondition to wait for.',
   properties: {
@@ -72,7 +72,7 @@ export const waitConditionHandleResource: ResourceType = {
   },
   // Its signals are in Kiln's database too: nothing of it is outside Kiln.
   observe: observeStored,
-}
+})
 
 const describe = (signals: ResourceSignal[]) => signals.map((s) => s.reason).filter(Boolean).join('; ')
 
@@ -92,7 +92,7 @@ async function wait(ctx: ResourceContext, props: Record<string, unknown>) {
   return { attributes: { data: JSON.stringify(Object.fromEntries(out.signals.map((s) => [s.id, s.data ?? null]))) } }
 }
 
-export const waitConditionResource: ResourceType = {
+export const waitConditionResource = defineResourceType({
   name: 'OS::Heat::WaitCondition',
   description: 'Completes once its handle has received `count` SUCCESS signals; fails at a FAILURE signal or when `timeout` seconds pass first.',
   properties: {
@@ -113,4 +113,4 @@ export const waitConditionResource: ResourceType = {
   },
   async delete() {},
   observe: observeStored,
-}
+})

@@ -54,6 +54,9 @@ export const TypeDecl = z
   })
   .strict()
   .refine((t) => t.operations.includes('create') && t.operations.includes('delete'), { message: 'a type supports create and delete at least' })
+  .refine((t) => t.operations.includes('update') || !Object.values(t.properties).some((p) => p.update_allowed || p.immutable), {
+    message: 'a property is update_allowed or immutable only for a type that supports update (without it, every change replaces)',
+  })
 
 /** `GET /types`. */
 export const TypesReply = z

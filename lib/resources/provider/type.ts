@@ -74,7 +74,6 @@ function providerType(p: ProviderRecord, decl: TypeDeclT, opts: ProviderTypeOpti
       const r = await act(ctx, 'create', { properties: props })
       return { physicalId: r.physical_id ?? ctx.physicalName, attributes: r.attributes ?? {}, data: r.data ?? {} }
     },
-    replaceOnUpdate: (_props, _prev, changed) => (!supports('update') && changed.length > 0 && !changed.every((k) => immutable.includes(k)) ? `provider ${p.name} cannot update ${decl.name} in place` : null),
     async update(ctx, props, prev, changed) {
       const fixed = changed.filter((k) => immutable.includes(k))
       if (fixed.length) throw new ResourceActionError(`${fixed.join(', ')}: immutable (provider ${p.name} cannot change ${fixed.length > 1 ? 'them' : 'it'}); replace the resource under a new name instead`)
