@@ -11,7 +11,7 @@ import Link from 'next/link'
 import { useEffect, useRef, useState } from 'react'
 import { describeEvent, shortId, workerName, type WorkerNames } from '../lib/ui/event-text'
 import { DRIFT_ICON, type DriftChange, type DriftMark } from '../lib/ui/drift'
-import type { DisplayNode } from '../lib/ui/graph-model'
+import { hookOf, type DisplayNode } from '../lib/ui/graph-model'
 import { api } from './api'
 import { LOOKS, stateText } from './graph-style'
 import { notesOf } from './ResourcesTable'
@@ -67,7 +67,7 @@ export function NodePanel({ stackId, node, version, workers, onClose }: { stackI
   const reason = node.last ? describeEvent(node.last, workers) : ''
   const notes = notesOf(node)
   // Parked at a hook of the environment (pre-create, …): Continue clears it, as `openstack stack hook clear` does.
-  const hook = node.parkedUntil && node.last ? (/paused until Hook (pre-(?:create|update|delete)) is cleared/.exec(node.last.reason)?.[1] ?? null) : null
+  const hook = hookOf(node)
   return (
     <div className="node-panel" role="dialog" aria-modal="false" aria-labelledby="node-panel-title" data-testid="node-panel" data-version={version}>
       <header>

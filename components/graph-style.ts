@@ -11,7 +11,7 @@
  */
 import type cytoscape from 'cytoscape'
 import { DRIFT_ICON, isDrifted } from '../lib/ui/drift'
-import type { DisplayNode, NodeState } from '../lib/ui/graph-model'
+import { hookOf, type DisplayNode, type NodeState } from '../lib/ui/graph-model'
 
 export type Theme = 'light' | 'dark'
 
@@ -54,6 +54,9 @@ const DARK: Record<NodeState, { color: string; border: string }> = {
   skipped: { color: '#262626', border: '#a8a29e' },
 }
 
+/** A running node that waits without a worker (parked) shows this instead of ▶. */
+export const PARKED_ICON = '⏸'
+
 export function lookOf(state: NodeState, theme: Theme): StateLook {
   return theme === 'dark' ? { ...LOOKS[state], ...DARK[state] } : LOOKS[state]
 }
@@ -62,8 +65,13 @@ export function stateText(n: DisplayNode): string {
   switch (n.state) {
     case 'waiting':
       return n.required !== null ? `waiting ${n.satisfied ?? 0} of ${n.required}` : 'waiting'
-    case 'running':
+    case 'running': {
+      // Parked: the row is held, no worker acts on it (a signal, a timer, a provider, a hook).
+      const hook = hookOf(n)
+      if (hook) return `paused at the ${hook} hook`
+      if (n.parkedUntil) return 'parked: waits, no worker'
       return n.progress !== null ? `running ${Math.round(n.progress * 100)}%` : 'running'
+    }
     case 'blocked':
       return 'blocked by older traversal'
     case 'deleting':
@@ -78,7 +86,8 @@ export function stateText(n: DisplayNode): string {
 export function nodeLabel(n: DisplayNode): string {
   const marks = [n.retriggered && n.state !== 'retriggered' ? '↻' : '', n.wasBlocked && n.state !== 'blocked' ? '‖' : ''].join('')
   const drift = driftLine(n)
-  return `${LOOKS[n.state].icon} ${n.name}${marks ? ' ' + marks : ''}\n${stateText(n)}${drift ? `\n${drift}` : ''}`
+  const icon = n.state === 'running' && n.parkedUntil ? PARKED_ICON : LOOKS[n.state].icon
+  return `${icon} ${n.name}${marks ? ' ' + marks : ''}\n${stateText(n)}${drift ? `\n${drift}` : ''}`
 }
 
 /**

@@ -348,6 +348,16 @@ function replace(m: GraphModel, n: DisplayNode, newRow: number, ev: EventRow, ke
 }
 
 /** Nodes that count as done for progress (a failed node is finished too). */
+/**
+ * The hook of the environment a parked node waits at (pre-create, …), from
+ * the reason of its park; null when it is not parked at one. Continue clears
+ * it, as `openstack stack hook clear` does.
+ */
+export function hookOf(n: Pick<DisplayNode, 'parkedUntil' | 'last'>): string | null {
+  if (!n.parkedUntil || !n.last) return null
+  return /paused until Hook (pre-(?:create|update|delete)) is cleared/.exec(n.last.reason)?.[1] ?? null
+}
+
 export function isDone(s: NodeState): boolean {
   return s === 'complete' || s === 'deleted' || s === 'skipped' || s === 'replaced' || s === 'failed'
 }

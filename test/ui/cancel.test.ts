@@ -116,6 +116,7 @@ describe.runIf(browserSuite)('UI in Chromium: cancel, rollback, delete', () => {
     // The hook holds subnet for as long as the test takes: only the button below lets it go.
     await page.getByTestId('node-hook').waitFor({ timeout: 60_000 })
     expect(await page.getByTestId('node-hook').innerText()).toMatch(/pre-create hook on subnet/)
+    expect(await page.getByTestId('node-state').innerText()).toBe('paused at the pre-create hook')
     await accessible('node waiting at a hook')
     await shot('09-hook-gate')
     await page.getByRole('button', { name: 'Continue (clear the pre-create hook)' }).click()

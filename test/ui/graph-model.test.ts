@@ -5,7 +5,8 @@
  */
 import { describe, expect, test } from 'vitest'
 import { criticalPath } from '../../lib/ui/estimate'
-import { applyEvents, initialModel, progressOf, stateCounts, type EventRow, type GraphElements } from '../../lib/ui/graph-model'
+import { applyEvents, hookOf, initialModel, nodeId, progressOf, stateCounts, type EventRow, type GraphElements } from '../../lib/ui/graph-model'
+import { nodeLabel, stateText } from '../../components/graph-style'
 import { Replay } from '../../lib/ui/replay'
 
 const T = 'aaaaaaaa-0000-0000-0000-000000000001'
@@ -165,5 +166,19 @@ describe('replay by time', () => {
     applyEvents(live, events, types)
     expect([...r.model.nodes.values()].map((n) => n.state)).toEqual([...live.nodes.values()].map((n) => n.state))
     expect(r.position).toBe(events.length)
+  })
+
+  test('a parked node holds its row without a worker: its label says so, and names the hook it waits at', () => {
+    const m = initialModel(T, graph, types)
+    const parked = (rid: number, reason: string) => ev({ resourceId: rid, kind: 'node', reason: `parked: ${reason}`, data: { rid, update: true, state: 'RUNNING', lock: 'parked', parked: true, until: '2026-12-08T12:00:00.000Z' } })
+    applyEvents(m, [run(1, 1), parked(1, 'CREATE paused until Hook pre-create is cleared'), run(2, 2), parked(2, 'waiting for 1 signal(s) on h')])
+    const a = m.nodes.get(nodeId(1))!
+    const b = m.nodes.get(nodeId(2))!
+    expect([a.state, a.worker, hookOf(a), stateText(a)]).toEqual(['running', null, 'pre-create', 'paused at the pre-create hook'])
+    expect(nodeLabel(a)).toBe('⏸ a\npaused at the pre-create hook')
+    expect([hookOf(b), stateText(b)]).toEqual([null, 'parked: waits, no worker'])
+    // Woken: running again, with its worker.
+    applyEvents(m, [run(1, 3)])
+    expect([stateText(a), nodeLabel(a).startsWith('▶ a')]).toEqual(['running', true])
   })
 })
