@@ -26,7 +26,7 @@ const SAFE = new Set(['GET', 'HEAD', 'OPTIONS'])
 
 export function createApi(d: ApiDeps): (req: Request, client?: ClientInfo) => Promise<Response> {
   const router = new Router<Principal>()
-  const signals = createSignalService(d.db.pool)
+  const signals = createSignalService(d.db.pool, { types: d.registry, log: d.log })
   kilnRoutes(d, router, signals)
   heatRoutes(d, router, signals)
 

@@ -1,4 +1,4 @@
-import type { ResourceContext } from './types'
+import type { OutsideObjects, ResourceContext } from './types'
 
 /**
  * The parts of a ResourceContext that only a node of a traversal has (signals,
@@ -16,4 +16,10 @@ export function outsideRun(who: string): Pick<ResourceContext, 'progress' | 'sig
     },
     resumed: null,
   }
+}
+
+/** Records of outside objects for a type called where it may keep none (a signal, the conformance kit): every call is refused, saying `who`. */
+export function refusingObjects(who: string): OutsideObjects {
+  const refuse = () => Promise.reject(new Error(`${who} keeps no records of outside objects`))
+  return { claim: refuse, settle: refuse, find: refuse, startDelete: refuse, forget: refuse, inScope: refuse, adopt: refuse }
 }

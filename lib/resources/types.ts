@@ -317,6 +317,14 @@ export class ParkAction extends Error {
   }
 }
 
+/** What a sender gave with a signal (Heat's signal body). */
+export interface SignalDetails {
+  status?: 'SUCCESS' | 'FAILURE'
+  reason?: string
+  data?: unknown
+  id?: string | number
+}
+
 /** One signal sent to a handle: `POST …/resources/<handle>/signal`. */
 export interface ResourceSignal {
   id: string
@@ -444,6 +452,12 @@ export interface ResourceType {
   replaceOnUpdate?(props: Record<string, unknown>, prev: ResourceState, changed: string[]): string | null
   /** Delete the resource. Must succeed when it is already gone. */
   delete(ctx: ResourceContext, state: ResourceState): Promise<void>
+  /**
+   * Take a signal sent to the resource (`POST …/resources/<name>/signal`, Heat's resource signal), in the
+   * web process, with the details the sender gave. Without it the type takes no signals (400). Throw
+   * ResourceActionError to refuse the signal (the sender gets a 400 with its message).
+   */
+  signal?(ctx: ResourceContext, state: ResourceState, details: SignalDetails): Promise<void>
   /**
    * Verify the resource is healthy (stack check), beyond what `observe` shows:
    * a check first observes the object (gone or drifted fails it), then calls

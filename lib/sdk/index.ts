@@ -39,6 +39,7 @@ export type {
   ResourceType,
   ResourceTypeConfig,
   ResumedPark,
+  SignalDetails,
   SignalWaitOutcome,
 } from '../resources/types'
 export { ReplaceRequired, ResourceActionError }
@@ -52,7 +53,7 @@ const TYPE_NAME = /^[A-Z][A-Za-z0-9]*(?:::[A-Z][A-Za-z0-9]*)+$/
 const KEY = /^[A-Za-z_][A-Za-z0-9_]*$/
 const PROPERTY_TYPES = ['string', 'integer', 'number', 'boolean', 'map', 'list', 'any']
 const ACTIONS = ['create', 'update', 'delete'] as const
-const OPTIONAL = ['check', 'observe', 'adopt', 'adoptMany', 'snapshot', 'deleteSnapshot', 'replaceOnUpdate', 'needsReplaceFailed'] as const
+const OPTIONAL = ['check', 'observe', 'adopt', 'adoptMany', 'snapshot', 'deleteSnapshot', 'replaceOnUpdate', 'needsReplaceFailed', 'signal'] as const
 
 function checkSchema(type: string, where: string, s: PropertySchema): void {
   const bad = (what: string) => new TypeDefinitionError(`${type}: ${where}: ${what}`)

@@ -1,5 +1,6 @@
 /**
- * Signals to resources that take them (OS::Heat::WaitConditionHandle): from a
+ * Signals to resources that take them (OS::Heat::WaitConditionHandle, and a
+ * provider's type that declares `signal`, which is passed on to it): from a
  * project's token or session, or from the handle's own token, which can do
  * nothing else (Heat's TOKEN_SIGNAL). A signal is stored and its waiters woken
  * in one transaction (lib/db/queries/signals.ts).
@@ -9,6 +10,9 @@ import { clearHook, signalTarget, signalTargetByUuid, storeSignal, type SignalTa
 import { HOOK_TYPES, isHookType } from '../template/hooks'
 import { signalTokenHash, signalTokenRow, WAIT_CONDITION_HANDLE } from '../resources/builtin/wait-condition'
 import { ConflictError, NotFoundError, ValidationError } from '../plan/errors'
+import { silentLogger, type Logger } from '../logger'
+import { outsideRun, refusingObjects } from '../resources/outside-run'
+import { ResourceActionError, type ResourceContext, type ResourceType, type ResourceTypeConfig, type SignalDetails } from '../resources/types'
 
 /** Who may signal: a project member (any of its stacks' handles), or one handle's token (that handle only). */
 export type Signaller = { projectId: string } | { handleUuid: string }
@@ -25,7 +29,43 @@ export interface SignalBody {
   unset_hook?: string
 }
 
-export function createSignalService(pool: Db['pool']) {
+export interface SignalServiceOptions {
+  /** The types, for a signal to a resource whose type takes signals itself (a provider's that declares `signal`). */
+  types?: { get(name: string): ResourceType | undefined }
+  typeConfig?: ResourceTypeConfig
+  log?: Logger
+}
+
+/** How long a type's own signal handler may take (a provider's answer). */
+const TYPE_SIGNAL_TIMEOUT_MS = 60_000
+
+export function createSignalService(pool: Db['pool'], opts: SignalServiceOptions = {}) {
+  /** A signal to a resource whose type takes it (ResourceType.signal), in this process. */
+  async function typeSignal(target: SignalTarget, type: ResourceType, body: SignalBody): Promise<{ id: string; count: number }> {
+    const ctx: ResourceContext = {
+      ...outsideRun('a resource signal'),
+      projectId: target.projectId,
+      stackId: target.stackId,
+      stackName: target.stackName,
+      resourceName: target.name,
+      resourceUuid: target.uuid,
+      replacesUuid: null,
+      physicalName: target.physicalId ?? target.name,
+      signal: AbortSignal.timeout(TYPE_SIGNAL_TIMEOUT_MS),
+      log: opts.log ?? silentLogger,
+      config: opts.typeConfig ?? { workspaceDir: '/nonexistent' },
+      objects: refusingObjects('a resource signal'),
+    }
+    const details: SignalDetails = { ...(body.status ? { status: body.status } : {}), ...(body.reason !== undefined ? { reason: body.reason } : {}), ...(body.data !== undefined ? { data: body.data } : {}), ...(body.id !== undefined ? { id: body.id } : {}) }
+    try {
+      await type.signal!(ctx, { physicalId: target.physicalId, properties: target.properties, attributes: target.attributes, data: target.data ?? {} }, details)
+    } catch (err) {
+      if (err instanceof ResourceActionError) throw new ValidationError(`resource ${target.name}: ${err.message}`)
+      throw err
+    }
+    return { id: body.id === undefined ? 'signal' : String(body.id), count: 1 }
+  }
+
   /** Heat's `unset_hook`: the node of `resource` waiting at `hook` goes on (lib/template/hooks.ts). */
   async function clearHookOf(who: Signaller, stackId: string, resource: string, hook: string): Promise<{ id: string; count: number }> {
     // A handle's own token signals that handle and nothing else.
@@ -52,10 +92,12 @@ export function createSignalService(pool: Db['pool']) {
       const target = await signalTarget(pool, stackId, resource)
       if (!target || ('projectId' in who && target.projectId !== who.projectId)) throw new NotFoundError(`resource ${resource} not found`)
       if ('handleUuid' in who && target.uuid !== who.handleUuid) throw new NotFoundError(`resource ${resource} not found`)
-      if (target.type !== WAIT_CONDITION_HANDLE) throw new ValidationError(`resource ${resource} (${target.type}) does not take signals; signal an ${WAIT_CONDITION_HANDLE}`)
+      const own = target.type === WAIT_CONDITION_HANDLE ? undefined : opts.types?.get(target.type)
+      if (target.type !== WAIT_CONDITION_HANDLE && !own?.signal) throw new ValidationError(`resource ${resource} (${target.type}) does not take signals; signal an ${WAIT_CONDITION_HANDLE}, or a provider's type that declares signal`)
       if (!target.physicalId || target.status !== 'COMPLETE' || !['CREATE', 'UPDATE', 'CHECK'].includes(target.action)) {
         throw new ConflictError(`resource ${resource} is ${target.action}_${target.status}; it takes signals once it is created`)
       }
+      if (own) return typeSignal(target, own, body)
       return storeSignal(pool, {
         stackId,
         handle: target.physicalId,

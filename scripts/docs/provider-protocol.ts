@@ -39,6 +39,7 @@ export function providerProtocolReference(): string {
     '| `POST /observe` | drift checks, `converge`, stack check, the recovery of a failed resource | 200 `ObserveReply` (or 404: gone), at once |',
     '| `POST /adopt` | import (`external_id`), and its preview (`dry_run`) | 200 `ActionReply` with `properties`, at once, or 4xx |',
     '| `POST /cancel` | an action Kiln stops (a delete, a preempting update, the stack\'s timeout) while the provider works on it | 200; best effort |',
+    '| `POST /signal` | a resource signal to a resource of the type (`signal` in its operations), with the sender\'s body in `signal` | 200 takes it; 4xx refuses it (the sender gets a 400 with the reason) |',
     '',
     'Every `POST` carries an `ActionRequest`. A provider need not implement the operations its types do not list in',
     '`operations` (create and delete are required).',

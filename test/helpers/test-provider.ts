@@ -69,7 +69,7 @@ const TYPES = {
         token: { type: 'string', secret: true },
       },
       attributes: { url: { type: 'string', description: 'Where the bucket is' }, arn: { type: 'string', secret: true } },
-      operations: ['create', 'update', 'delete', 'observe', 'adopt', 'cancel'],
+      operations: ['create', 'update', 'delete', 'observe', 'adopt', 'cancel', 'signal'],
     },
     {
       name: 'Slow',
@@ -149,6 +149,13 @@ export async function startTestProvider(opts: { secret?: string; /** a broken pr
         const obj = objects.get(String(b.external_id))
         if (!obj) return { status: 404, body: { error: `no bucket ${String(b.external_id)}` } }
         return { status: 200, body: { physical_id: obj.id, properties: obj.properties, attributes: attributesOf(obj) } }
+      }
+      case 'signal': {
+        const details = (b.signal ?? {}) as { status?: string; reason?: string }
+        if (details.status === 'FAILURE') return { status: 422, body: { error: `a failure signal: ${details.reason ?? 'no reason'}` } }
+        const obj = objects.get(id)
+        if (obj) obj.properties = { ...obj.properties, lastSignal: details.reason ?? null }
+        return { status: 200, body: {} }
       }
       case 'cancel':
         slow.delete(key.replace(/:cancel$/, ':create'))

@@ -212,4 +212,26 @@ describe('resources of a provider', () => {
     expect(await c.settle(id)).toBe('DELETE_COMPLETE')
     expect([...p.objects.values()].filter((o) => o.properties.name === 'killed')).toHaveLength(0)
   })
+
+  test("a signal to a provider's resource is passed on to the provider, on both APIs; one it refuses is a 400 with its reason", async () => {
+    const id = await submit('signalled', hot({ b: bucket({ name: 'signalled' }), s: { type: 'Acme::Slow', properties: { label: 'x' } } }))
+    await c.waitFor(async () => p.pending().length > 0, 30_000, 'the slow create to start')
+    const [key] = p.pending().filter((k) => p.requests.some((r) => r.key === k && (r.body.properties as { label?: string }).label === 'x'))
+    await p.finish(key!, api.url)
+    expect(await c.settle(id)).toBe('CREATE_COMPLETE')
+    const r = await api.call('POST', `/api/stacks/${id}/resources/b/signal`, { body: { status: 'SUCCESS', reason: 'deployed', data: { v: 1 } } })
+    expect(r.status, r.text).toBe(200)
+    const sent = p.requests.filter((x) => x.op === 'signal').at(-1)!
+    expect(sent.body).toMatchObject({ operation: 'signal', type: 'Bucket', signal: { status: 'SUCCESS', reason: 'deployed', data: { v: 1 } }, previous: { properties: { name: 'signalled' } } })
+    const heat = await api.call('POST', `/v1/${api.a.projectId}/stacks/signalled/${id}/resources/b/signal`, { body: { reason: 'from heat' } })
+    expect(heat.status, heat.text).toBe(200)
+    expect(p.requests.filter((x) => x.op === 'signal').at(-1)!.body.signal).toEqual({ reason: 'from heat' })
+    const refused = await api.call('POST', `/api/stacks/${id}/resources/b/signal`, { body: { status: 'FAILURE', reason: 'broken' } })
+    expect(refused.status).toBe(400)
+    expect(refused.text).toContain('provider acme: the signal was refused: a failure signal: broken')
+    // Slow does not declare signal.
+    const none = await api.call('POST', `/api/stacks/${id}/resources/s/signal`, { body: {} })
+    expect(none.status).toBe(400)
+    expect(none.text).toContain('does not take signals')
+  })
 })

@@ -26,9 +26,12 @@ export interface SignalTarget {
   status: string
   physicalId: string | null
   data: Record<string, unknown> | null
+  stackName: string
+  properties: Record<string, unknown>
+  attributes: Record<string, unknown>
 }
 
-const targetColumns = `r.uuid, s.project_id, r.stack_id, r.name, r.type, r.action, r.status, r.physical_id, r.data`
+const targetColumns = `r.uuid, s.project_id, r.stack_id, s.name AS stack_name, r.name, r.type, r.action, r.status, r.physical_id, r.data, r.properties, r.attributes`
 
 function toTarget(row: Record<string, unknown>): SignalTarget {
   return {
@@ -41,6 +44,9 @@ function toTarget(row: Record<string, unknown>): SignalTarget {
     status: row.status as string,
     physicalId: (row.physical_id as string | null) ?? null,
     data: (row.data as Record<string, unknown> | null) ?? null,
+    stackName: row.stack_name as string,
+    properties: (row.properties as Record<string, unknown> | null) ?? {},
+    attributes: (row.attributes as Record<string, unknown> | null) ?? {},
   }
 }
 

@@ -38,7 +38,7 @@ export const AttributeDecl = z
   })
   .strict()
 
-export const OPERATIONS = ['create', 'update', 'delete', 'observe', 'adopt', 'cancel'] as const
+export const OPERATIONS = ['create', 'update', 'delete', 'observe', 'adopt', 'cancel', 'signal'] as const
 export type Operation = (typeof OPERATIONS)[number]
 
 export const TypeDecl = z
@@ -50,7 +50,7 @@ export const TypeDecl = z
     operations: z
       .array(z.enum(OPERATIONS))
       .min(1)
-      .describe('What the provider implements for the type. create and delete are required; without update every change replaces; without observe the type is taken as stored; without adopt, external_id is refused.'),
+      .describe('What the provider implements for the type. create and delete are required; without update every change replaces; without observe the type is taken as stored; without adopt, external_id is refused; with signal, the resource takes signals.'),
   })
   .strict()
   .refine((t) => t.operations.includes('create') && t.operations.includes('delete'), { message: 'a type supports create and delete at least' })
@@ -82,6 +82,10 @@ export const ActionRequest = z.object({
   changed: z.array(z.string()).optional().describe('update: the properties that changed.'),
   external_id: z.string().optional().describe('adopt: the id of the object to take over.'),
   dry_run: z.boolean().optional().describe('adopt: answer as adopt would, and change nothing (an import preview).'),
+  signal: z
+    .object({ status: z.enum(['SUCCESS', 'FAILURE']).optional(), reason: z.string().optional(), data: z.unknown().optional(), id: z.union([z.string(), z.number()]).optional() })
+    .optional()
+    .describe('signal: what the sender gave (POST …/resources/<name>/signal). Answer 200 to take it, 4xx with an error to refuse it.'),
   callback: z.string().optional().describe('A URL to POST to (an empty body will do) when a long operation this request started has moved on: Kiln then asks again with the same key.'),
 })
 

@@ -13,7 +13,8 @@
  * duplicate or late callback only wakes a node to ask once more, and a
  * provider restarted mid-operation is asked again like any other.
  */
-import { ReplaceRequired, ResourceActionError, type Adopted, type Observation, type PropertySchema, type ResourceContext, type ResourceState, type ResourceType } from '../types'
+import crypto from 'node:crypto'
+import { ReplaceRequired, ResourceActionError, type Adopted, type Observation, type PropertySchema, type ResourceContext, type ResourceState, type ResourceType, type SignalDetails } from '../types'
 import { send, type ProviderEndpoint, type Reply, type SendOptions } from './client'
 import { ActionReply, ObserveReply, type ActionReplyT, type ActionRequestT, type Operation, type TypeDeclT } from './protocol'
 import { callbackSignature } from './signature'
@@ -88,6 +89,7 @@ function providerType(p: ProviderRecord, decl: TypeDeclT, opts: ProviderTypeOpti
   }
   if (supports('observe')) type.observe = (ctx, state) => observe(p, decl, ctx, state, opts)
   if (supports('adopt')) type.adopt = (ctx, externalId, o) => adopt(p, decl, ctx, externalId, o.dryRun, opts)
+  if (supports('signal')) type.signal = (ctx, state, details) => signal(p, decl, ctx, state, details, opts)
   return type
 }
 
@@ -177,4 +179,15 @@ async function adopt(p: ProviderRecord, decl: TypeDeclT, ctx: ResourceContext, e
   if (reply.kind === 'accepted') throw new ResourceActionError(`provider ${p.name} answered adopt with 202; adopt must answer at once`)
   if (reply.kind === 'refused') throw new ResourceActionError(`provider ${p.name}: external_id ${externalId}: ${reply.error}`)
   return { physicalId: reply.value.physical_id ?? externalId, properties: reply.value.properties ?? {}, attributes: reply.value.attributes ?? {}, data: reply.value.data ?? {} }
+}
+
+/** A resource signal, passed on to the provider: 200 takes it, a 4xx refuses it with its reason. */
+async function signal(p: ProviderRecord, decl: TypeDeclT, ctx: ResourceContext, state: ResourceState, details: SignalDetails, opts: ProviderTypeOptions): Promise<void> {
+  mayServe(p, ctx)
+  // Each signal is its own request: a sender that sends the same id again is answered as before.
+  const key = details.id !== undefined ? `signal:${ctx.resourceUuid}:${String(details.id)}` : `signal:${ctx.resourceUuid}:${crypto.randomUUID()}`
+  const body = { ...request(p, decl, ctx, 'signal', { properties: state.properties, previous: previousOf(state), signal: details }, opts), idempotency_key: key }
+  const reply = await send(p, 'signal', body, ActionReply, { signal: ctx.signal, backoffMs: opts.backoffMs, timeoutMs: opts.timeoutMs })
+  if (reply.kind === 'accepted') return
+  if (reply.kind === 'refused') throw new ResourceActionError(`provider ${p.name}: the signal was refused: ${reply.error}`)
 }
