@@ -7,6 +7,7 @@ import { delayResource } from './builtin/delay'
 import type { TypeCatalog } from '../template/types'
 import { execResource, type ExecSettings } from './builtin/exec'
 import { fileResource } from './builtin/file'
+import { cloudConfigResource, multipartMimeResource, softwareConfigResource, structuredConfigResource } from './builtin/software-config'
 import { postgresDatabaseResource } from './builtin/postgres-database'
 import { noneResource, randomStringResource, valueResource } from './builtin/simple'
 import { testResource } from './builtin/test-resource'
@@ -51,6 +52,10 @@ export function builtinTypes(opts: BuiltinOptions = {}): ResourceType[] {
     delayResource,
     fileResource,
     postgresDatabaseResource,
+    softwareConfigResource,
+    structuredConfigResource,
+    cloudConfigResource,
+    multipartMimeResource,
     execResource(opts.exec ?? { commands: [] }),
     ...(opts.packages ?? []),
   ]

@@ -81,8 +81,17 @@ resources:
   b: {type: ${b}, depends_on: a}
 `
 
-test('the built-in state-only types are None, Value, RandomString and TestResource', () => {
-  expect(stateOnlyTypeNames(createRegistry(builtinTypes())).sort()).toEqual(['OS::Heat::None', 'OS::Heat::RandomString', 'OS::Heat::TestResource', 'OS::Heat::Value'])
+test('the built-in state-only types are None, Value, RandomString, TestResource and the config holders', () => {
+  expect(stateOnlyTypeNames(createRegistry(builtinTypes())).sort()).toEqual([
+    'OS::Heat::CloudConfig',
+    'OS::Heat::MultipartMime',
+    'OS::Heat::None',
+    'OS::Heat::RandomString',
+    'OS::Heat::SoftwareConfig',
+    'OS::Heat::StructuredConfig',
+    'OS::Heat::TestResource',
+    'OS::Heat::Value',
+  ])
 })
 
 test('a claim that locks only state-only rows commits lazily; without the list it waits for the disk', async () => {
