@@ -234,4 +234,35 @@ describe('resources of a provider', () => {
     expect(none.status).toBe(400)
     expect(none.text).toContain('does not take signals')
   })
+
+  test('an update that supersedes a traversal parked on a long operation takes the row over once it is done', async () => {
+    const slow = (label: string) => hot({ s: { type: 'Acme::Slow', properties: { label } } }, { label: { value: { get_attr: ['s', 'label'] } } })
+    const id = await submit('superseded', slow('first'))
+    const started = (label: string) => p.pending().filter((k) => p.requests.some((r) => r.key === k && (r.body.properties as { label?: string }).label === label))
+    await c.waitFor(async () => started('first').length === 1, 30_000, 'the first long operation')
+    // A new label replaces the resource; the row is still held by the parked create.
+    await update(id, slow('second'))
+    await p.finish(started('first')[0]!, api.url)
+    await c.waitFor(async () => started('second').length === 1, 30_000, 'the replacement to start its own long operation')
+    await p.finish(started('second')[0]!, api.url)
+    expect(await c.settle(id)).toBe('UPDATE_COMPLETE')
+    expect(await outputs(id)).toEqual({ label: 'second' })
+    const slows = [...p.objects.values()].filter((o) => o.type === 'Slow' && ['first', 'second'].includes(String(o.properties.label)))
+    expect(slows.map((o) => o.properties.label), 'the first is deleted once replaced').toEqual(['second'])
+  })
+
+  test('a preempting update stops a long operation: the provider is told to cancel, and the update converges', async () => {
+    const slow = (label: string) => hot({ s: { type: 'Acme::Slow', properties: { label } } })
+    const id = await submit('preempted', slow('stuck'))
+    const started = (label: string) => p.pending().filter((k) => p.requests.some((r) => r.key === k && (r.body.properties as { label?: string }).label === label))
+    await c.waitFor(async () => started('stuck').length === 1, 30_000, 'the long operation')
+    const stuck = started('stuck')[0]!
+    const r = await api.call('PUT', `/api/stacks/${id}`, { body: { template: slow('fresh'), preempt: true } })
+    expect(r.status, r.text).toBe(202)
+    await c.waitFor(async () => p.requests.some((x) => x.op === 'cancel' && x.key === stuck), 30_000, 'the cancel')
+    await c.waitFor(async () => started('fresh').length === 1, 30_000, 'the new create')
+    await p.finish(started('fresh')[0]!, api.url)
+    expect(await c.settle(id)).toBe('UPDATE_COMPLETE')
+    expect(p.pending(), 'the preempted operation was cancelled at the provider').not.toContain(stuck)
+  })
 })
