@@ -364,7 +364,8 @@ class NodeRun {
     if (look && 'outcome' in look) return look
     // After a look, the type's `prev` is the object as seen (its properties over the stored ones).
     const prev = look?.prev ?? this.stored()
-    const decision = decideNode(this.row, def.type, type, props, prev, undefined, look ? { seen: look.seen, converge } : undefined)
+    const atTemplate = this.row.currentTemplateId === this.scope.traversal.rawTemplateId
+    const decision = decideNode(this.row, def.type, type, props, prev, undefined, look ? { seen: look.seen, converge } : undefined, atTemplate)
 
     switch (decision.kind) {
       case 'noop':

@@ -75,6 +75,7 @@ export function predictedAction(row: Pick<RowState, 'action' | 'currentTemplateI
 export interface TypeRules {
   properties: Record<string, PropertySchema>
   replaceOnUpdate?: ResourceType['replaceOnUpdate']
+  replaceOnEveryUpdate?: boolean
 }
 
 /**
@@ -92,7 +93,9 @@ export function createsAgain(row: Pick<RowState, 'action' | 'status' | 'properti
  * `changed` defaults to the properties whose value differs from the row's;
  * a preview passes the ones it knows (or suspects) change. `observed` is
  * what the node saw of the object when it looked (decideObserved); `prev` is
- * then the object as seen.
+ * then the object as seen. `atTemplate`: the row is already at the
+ * traversal's template (this traversal made or updated it): a type replaced
+ * at every update is not replaced again.
  */
 export function decideNode(
   row: RowState,
@@ -102,10 +105,12 @@ export function decideNode(
   prev: ResourceState,
   changed: string[] = row.properties ? changedProperties(row.properties, props) : Object.keys(props),
   observed?: { seen: SeenObject; converge: boolean },
+  atTemplate = false,
 ): UpdateDecision {
   if (createsAgain(row)) return { kind: 'create' }
   const inputs = { row, newType, newProperties: props, changed, notUpdatable: needsReplacement(rules.properties, changed) }
   const decision = observed ? decideObserved(inputs, observed.seen, { converge: observed.converge }) : decideUpdate(inputs)
+  if (rules.replaceOnEveryUpdate && !atTemplate && (decision.kind === 'noop' || decision.kind === 'update')) return { kind: 'replace', reason: `${newType} is replaced at every update of its stack` }
   if (decision.kind !== 'update') return decision
   const why = rules.replaceOnUpdate?.(props, prev, decision.changed)
   return why ? { kind: 'replace', reason: why } : decision

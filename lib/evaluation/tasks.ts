@@ -63,7 +63,7 @@ export function typeRulesFrom(catalog: CatalogData): TypeRulesOf {
     if (!Object.hasOwn(catalog, name)) return undefined
     const t = catalog[name]!
     const replaceOnUpdate = builtinReplaceRules.get(name)
-    return { properties: t.properties as Record<string, PropertySchema>, acceptsAnyProperties: t.acceptsAnyProperties, ...(replaceOnUpdate ? { replaceOnUpdate } : {}) }
+    return { properties: t.properties as Record<string, PropertySchema>, acceptsAnyProperties: t.acceptsAnyProperties, ...(replaceOnUpdate ? { replaceOnUpdate } : {}), ...(t.replaceOnEveryUpdate ? { replaceOnEveryUpdate: true } : {}) }
   }
 }
 

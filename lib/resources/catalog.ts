@@ -27,6 +27,7 @@ export function catalogData(types: ResourceType[]): CatalogData {
         adopts: t.adopt !== undefined,
         snapshots: t.snapshot !== undefined,
         ...(t.ownerProject ? { owner: t.ownerProject } : {}),
+        ...(t.replaceOnEveryUpdate ? { replaceOnEveryUpdate: true } : {}),
       },
     ]),
   )

@@ -11,7 +11,7 @@ import { cloudConfigResource, multipartMimeResource, softwareConfigResource, str
 import { postgresDatabaseResource } from './builtin/postgres-database'
 import { noneResource, randomStringResource, valueResource } from './builtin/simple'
 import { testResource } from './builtin/test-resource'
-import { waitConditionHandleResource, waitConditionResource } from './builtin/wait-condition'
+import { updateWaitConditionHandleResource, waitConditionHandleResource, waitConditionResource } from './builtin/wait-condition'
 import { catalogData, catalogFromData } from './catalog'
 import type { ProviderTypes } from './provider/provider-types'
 import type { PropertySchema, ResourceType } from './types'
@@ -48,6 +48,7 @@ export function builtinTypes(opts: BuiltinOptions = {}): ResourceType[] {
     valueResource,
     randomStringResource,
     waitConditionHandleResource,
+    updateWaitConditionHandleResource,
     waitConditionResource,
     delayResource,
     fileResource,

@@ -425,6 +425,11 @@ export interface ResourceType {
   description: string
   properties: Record<string, PropertySchema>
   attributes: Record<string, AttributeSchema>
+  /**
+   * Replaced at every update of its stack, changed or not (Heat's UpdateWaitConditionHandle: a new handle,
+   * with no signals, for every rollout), never left as it is by an update, a rollback or a converge.
+   */
+  replaceOnEveryUpdate?: boolean
   /** Accept properties the schema does not name (OS::Heat::None stubs out any type). */
   acceptsAnyProperties?: boolean
   /** Any attribute name resolves (to null when unknown), as OS::Heat::None does. */

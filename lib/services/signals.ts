@@ -8,7 +8,7 @@
 import type { Db } from '../db/client'
 import { clearHook, signalTarget, signalTargetByUuid, storeSignal, type SignalTarget } from '../db/queries/signals'
 import { HOOK_TYPES, isHookType } from '../template/hooks'
-import { signalTokenHash, signalTokenRow, WAIT_CONDITION_HANDLE } from '../resources/builtin/wait-condition'
+import { SIGNALLED_HANDLES, signalTokenHash, signalTokenRow, WAIT_CONDITION_HANDLE } from '../resources/builtin/wait-condition'
 import { ConflictError, NotFoundError, ValidationError } from '../plan/errors'
 import { silentLogger, type Logger } from '../logger'
 import { outsideRun, refusingObjects } from '../resources/outside-run'
@@ -81,7 +81,7 @@ export function createSignalService(pool: Db['pool'], opts: SignalServiceOptions
       const uuid = signalTokenRow(token)
       if (!uuid) return null
       const row = await signalTargetByUuid(pool, uuid)
-      if (!row || row.type !== WAIT_CONDITION_HANDLE || row.data?.tokenHash !== signalTokenHash(token)) return null
+      if (!row || !SIGNALLED_HANDLES.includes(row.type) || row.data?.tokenHash !== signalTokenHash(token)) return null
       if (row.action === 'DELETE' && row.status === 'COMPLETE') return null
       return row
     },
@@ -92,8 +92,8 @@ export function createSignalService(pool: Db['pool'], opts: SignalServiceOptions
       const target = await signalTarget(pool, stackId, resource)
       if (!target || ('projectId' in who && target.projectId !== who.projectId)) throw new NotFoundError(`resource ${resource} not found`)
       if ('handleUuid' in who && target.uuid !== who.handleUuid) throw new NotFoundError(`resource ${resource} not found`)
-      const own = target.type === WAIT_CONDITION_HANDLE ? undefined : opts.types?.get(target.type)
-      if (target.type !== WAIT_CONDITION_HANDLE && !own?.signal) throw new ValidationError(`resource ${resource} (${target.type}) does not take signals; signal an ${WAIT_CONDITION_HANDLE}, or a provider's type that declares signal`)
+      const own = SIGNALLED_HANDLES.includes(target.type) ? undefined : opts.types?.get(target.type)
+      if (!SIGNALLED_HANDLES.includes(target.type) && !own?.signal) throw new ValidationError(`resource ${resource} (${target.type}) does not take signals; signal an ${WAIT_CONDITION_HANDLE}, or a provider's type that declares signal`)
       if (!target.physicalId || target.status !== 'COMPLETE' || !['CREATE', 'UPDATE', 'CHECK'].includes(target.action)) {
         throw new ConflictError(`resource ${resource} is ${target.action}_${target.status}; it takes signals once it is created`)
       }

@@ -155,7 +155,7 @@ export interface TypeCatalog {
 }
 
 /** Per type: its property schemas (lib/resources PropertySchema), declared attributes (null: any) and whether it takes any property. */
-export type CatalogData = Record<string, { properties: Record<string, unknown>; attributes: string[] | null; acceptsAnyProperties: boolean; adopts?: boolean; snapshots?: boolean; owner?: string }>
+export type CatalogData = Record<string, { properties: Record<string, unknown>; attributes: string[] | null; acceptsAnyProperties: boolean; adopts?: boolean; snapshots?: boolean; owner?: string; replaceOnEveryUpdate?: boolean }>
 
 export interface BuildOptions {
   /** The evaluation's budget (default: a new one with the default limits). */

@@ -123,4 +123,40 @@ describe('OS::Heat::WaitCondition', () => {
     expect(r.status).toBe(400)
     expect(r.text).toMatch(/does not take signals/)
   })
+
+  test('an UpdateWaitConditionHandle is replaced at every update: its signals are gone and the wait condition waits for new ones', async () => {
+    const rollout = (release: string) => ({
+      heat_template_version: '2018-08-31',
+      resources: {
+        config: { type: 'OS::Heat::Value', properties: { value: release } },
+        handle: { type: 'OS::Heat::UpdateWaitConditionHandle' },
+        gate: { type: 'OS::Heat::WaitCondition', properties: { handle: { get_resource: 'handle' }, count: 1, timeout: 600 } },
+      },
+      outputs: { data: { value: { get_attr: ['gate', 'data'] } } },
+    })
+    const id = await create('rollout', rollout('v1'))
+    await waiting(id)
+    expect((await signal(id, { data: 'v1 rolled out' })).status).toBe(200)
+    expect(await c.settle(id)).toBe('CREATE_COMPLETE')
+    const first = await row(id, 'handle')
+
+    // The preview says so before the update does it.
+    const preview = await api.call('POST', `/api/stacks/${id}/preview`, { body: { template: rollout('v2') } })
+    expect(preview.status, preview.text).toBe(200)
+    const item = (preview.body.items as { name: string; action: string }[]).find((x) => x.name === 'handle')
+    expect(item?.action).toBe('replace')
+
+    const u = await api.call('PUT', `/api/stacks/${id}`, { body: { template: rollout('v2') } })
+    expect(u.status, u.text).toBe(202)
+    // A new handle, with no signals: the wait condition waits again until the senders signal it.
+    await c.waitFor(async () => {
+      const h = await row(id, 'handle')
+      return h.action === 'CREATE' && h.status === 'COMPLETE' && h.attributes?.token !== first.attributes?.token
+    }, 30_000, 'the new handle')
+    await c.waitFor(async () => (await row(id, 'gate')).status === 'IN_PROGRESS', 30_000, 'the wait condition to wait again')
+    expect((await c.stack(id)).status).toBe('IN_PROGRESS')
+    expect((await signal(id, { data: 'v2 rolled out' })).status).toBe(200)
+    expect(await c.settle(id)).toBe('UPDATE_COMPLETE')
+    expect(JSON.parse((await api.call('GET', `/api/stacks/${id}/outputs`)).body.outputs.data.value)).toEqual({ 1: 'v2 rolled out' })
+  })
 })

@@ -74,6 +74,24 @@ export const waitConditionHandleResource = defineResourceType({
   observe: observeStored,
 })
 
+export const UPDATE_WAIT_CONDITION_HANDLE = 'OS::Heat::UpdateWaitConditionHandle'
+/** The types that take a wait condition's signals. */
+export const SIGNALLED_HANDLES: readonly string[] = [WAIT_CONDITION_HANDLE, UPDATE_WAIT_CONDITION_HANDLE]
+
+/**
+ * Heat's UpdateWaitConditionHandle: a handle that every update of its stack
+ * replaces, so the new one has no signals and the senders must signal again
+ * (a rollout is complete only once they have). Like Heat's, it has no
+ * properties; it is signalled as the other handle is.
+ */
+export const updateWaitConditionHandleResource = defineResourceType({
+  ...waitConditionHandleResource,
+  name: UPDATE_WAIT_CONDITION_HANDLE,
+  description: 'A wait condition handle that every update of its stack replaces: the new one has no signals, so the senders must signal again.',
+  properties: {},
+  replaceOnEveryUpdate: true,
+})
+
 const describe = (signals: ResourceSignal[]) => signals.map((s) => s.reason).filter(Boolean).join('; ')
 
 async function wait(ctx: ResourceContext, props: Record<string, unknown>) {
