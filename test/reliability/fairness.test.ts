@@ -7,6 +7,7 @@
  *   - B's 16 actions that run for an hour take at most 3 of each worker's 4
  *     slots (KILN_PROJECT_SLOT_SHARE, 75 %): the fourth stays free for others.
  *   - B's 300 ready nodes, queued before A's, wait for B's own share.
+ *   - 500 of B's wait conditions parked at once leave the 8 slots free.
  * A's create completes while all of that holds (no timer decides it: on a
  * worker that gave B every slot, it would wait the hour). B's work then
  * completes too. test/db/fair-claim.test.ts shows the turns a claim takes
@@ -71,4 +72,16 @@ test('one project’s waits, long actions and deep queue leave another project�
   const signals = createSignalService(c.db.pool)
   for (let i = 0; i < 24; i++) await signals.signal({ projectId: b.projectId }, waits, `g${i}_handle`, {})
   expect(await c.settle(waits)).toBe('CREATE_COMPLETE')
+}, 300_000)
+
+test('500 wait conditions parked at once hold no slot: another project’s stack completes while they wait', async () => {
+  const waits = (await c.services.create(b, { name: 'five-hundred', template: template(Object.assign({}, ...Array.from({ length: 500 }, (_, i) => gateResources(`w${i}`)))) })).stack.id
+  await c.waitFor(async () => (await count(`SELECT count(*)::int AS n FROM job WHERE stack_id = $1 AND parked_until IS NOT NULL`, [waits])) === 500, 120_000, 'B’s 500 waits to park')
+  // Eight slots in all, five hundred waits: A's create can only run if the waits hold none of them.
+  const a = (await c.services.create(c.actor, { name: 'beside-500', template: template({ x: { type: 'OS::Heat::TestResource' }, y: { type: 'OS::Heat::TestResource', properties: { value: { get_attr: ['x', 'output'] } } } }) })).stack.id
+  expect(await c.settle(a)).toBe('CREATE_COMPLETE')
+  expect(await count(`SELECT count(*)::int AS n FROM job WHERE stack_id = $1 AND parked_until IS NOT NULL`, [waits]), 'all 500 still parked').toBe(500)
+  expect((await c.stack(waits)).status).toBe('IN_PROGRESS')
+  await c.services.delete(b, waits)
+  expect(await c.settle(waits, 120_000)).toBe('DELETE_COMPLETE')
 }, 300_000)
