@@ -1,8 +1,9 @@
 'use client'
 /**
- * The HOT template editor: CodeMirror 6 with YAML highlighting and the
+ * The HOT template editor: CodeMirror 6 with YAML highlighting, the
  * validate endpoint's issues drawn inline at their line and column (and
- * listed under the editor, each a button that moves the cursor there).
+ * listed under the editor, each a button that moves the cursor there), and
+ * the resource types the project may use completed after `type:`.
  */
 import { yaml } from '@codemirror/lang-yaml'
 import { HighlightStyle, syntaxHighlighting } from '@codemirror/language'
@@ -12,7 +13,8 @@ import { EditorView } from '@codemirror/view'
 import { tags as t } from '@lezer/highlight'
 import { basicSetup } from 'codemirror'
 import { useEffect, useRef } from 'react'
-import type { ApiIssue } from './api'
+import { api, type ApiIssue } from './api'
+import { typeCompletions } from '../lib/ui/type-completion'
 import type { Theme } from './graph-style'
 import { useTheme } from './theme'
 import type { Validation } from './use-validation'
@@ -71,9 +73,25 @@ export function TemplateEditor({ value, onChange, issues, label }: { value: stri
   changeRef.current = onChange
   const theme = useTheme()
   const look = useRef(new Compartment())
+  // The types the project may use, read once: built-in, from type packages, from its providers.
+  const types = useRef<{ name: string; description: string }[]>([])
+  useEffect(() => {
+    api<{ resourceTypes: { name: string; description: string }[] }>('GET', '/api/resource-types').then(
+      (r) => (types.current = r.resourceTypes),
+      () => {},
+    )
+  }, [])
 
   useEffect(() => {
     if (!host.current) return
+    const completionData = [
+      {
+        autocomplete: (ctx: { state: EditorState; pos: number }) => {
+          const line = ctx.state.doc.lineAt(ctx.pos)
+          return typeCompletions(ctx.state.sliceDoc(line.from, ctx.pos), line.from, types.current)
+        },
+      },
+    ]
     const v = new EditorView({
       parent: host.current,
       state: EditorState.create({
@@ -82,6 +100,9 @@ export function TemplateEditor({ value, onChange, issues, label }: { value: stri
           basicSetup,
           yaml(),
           lintGutter(),
+          // basicSetup's autocompletion asks the language data for sources: this one offers type names after `type:`.
+          // The same array (the same source) every time: a source that changes identity is dropped and asked again.
+          EditorState.languageData.of(() => completionData),
           EditorView.contentAttributes.of({ 'aria-label': label }),
           look.current.of(looks(theme)),
           EditorView.updateListener.of((u) => u.docChanged && changeRef.current(u.state.doc.toString())),

@@ -1,6 +1,6 @@
 /**
  * The template editor in a real Chromium: a template error shown at its line
- * and column (nothing created); a preview of an update that replaces a
+ * and column (nothing created); type names completed after `type:`; a preview of an update that replaces a
  * resource, the update submitted and the replacement followed on the graph;
  * two sessions editing the same stack (the second told the template changed,
  * its Submit refused with the conflict view, then rebased and submitted).
@@ -45,6 +45,20 @@ describe.runIf(browserSuite)('UI in Chromium: editor and review', () => {
     await accessible('new stack with a template error')
     const { rows } = await c.db.pool.query(`SELECT count(*)::int AS n FROM stack WHERE name = 'bad-stack'`)
     expect(rows[0].n).toBe(0)
+  })
+
+  test('after `type:` the editor offers the resource types the project may use, filtered by what is typed', async () => {
+    await page.goto('/stacks/new')
+    await setTemplate('heat_template_version: 2018-08-31\nresources:\n  conf:\n    type: Kiln::')
+    // Typing opens the completion list, as a user typing the name would.
+    await page.keyboard.type('Fi')
+    const list = page.locator('.cm-tooltip-autocomplete')
+    await list.waitFor({ timeout: 10_000 })
+    expect(await list.innerText()).toContain('Kiln::File')
+    expect(await list.innerText()).not.toContain('OS::Heat::TestResource')
+    await accessible('the editor offering type names')
+    await page.keyboard.press('Enter')
+    await expect.poll(() => page.locator('[data-testid="template-editor"] .cm-content').innerText()).toContain('type: Kiln::File')
   })
 
   test('preview an update that replaces a resource, submit it, and see the replacement on the graph', async () => {
