@@ -55,6 +55,7 @@ export function Shell({ children }: { children: ReactNode }) {
         <nav>
           <Link href="/">Stacks</Link>
           <Link href="/stacks/new">New stack</Link>
+          <Link href="/providers">Providers</Link>
         </nav>
         <span className="spacer" />
         <ConnectionBadge />
