@@ -18,7 +18,8 @@ trap 'kill $provider 2>/dev/null' EXIT INT TERM
 
 # Kiln reads the provider's types now (retrying while it is still starting).
 npx kiln provider add notes "http://127.0.0.1:$NOTES_PORT" --prefix Notes --secret "$NOTES_SECRET"
-npx kiln stack create notes-demo -t "$here/stack.yaml" --wait
+# Run again, it keeps the stack it made the first time.
+npx kiln stack show notes-demo > /dev/null 2>&1 || npx kiln stack create notes-demo -t "$here/stack.yaml" --wait
 npx kiln stack output notes-demo
 echo "The provider keeps running; edit the note file above, then: npx kiln stack drift notes-demo"
 wait $provider

@@ -57,13 +57,21 @@ export class EvaluationPool {
     const { port1, port2 } = new MessageChannel()
     const abort = new AbortController()
     let timer: NodeJS.Timeout | undefined
-    port1.on('message', () => {
+    let started = false
+    const onStart = () => {
+      if (started) return
+      started = true
       this.hooks.started?.(task.kind)
+    }
+    port1.on('message', () => {
+      onStart()
       // Timer reason: the evaluation's wall-clock limit, from the moment a thread took it up.
       timer = setTimeout(() => abort.abort(), this.settings.timeoutMs)
     })
     try {
       const outcome = (await this.threads().run({ task, limits: this.settings.limits, started: port2, gate: this.hooks.gate }, { transferList: [port2], signal: abort.signal })) as Outcome
+      // The start message and the result travel on different channels: on a busy machine the result may come first.
+      onStart()
       if (!outcome.ok) throw reviveError(outcome.error)
       return outcome.value
     } catch (err) {
