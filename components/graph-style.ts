@@ -55,7 +55,7 @@ const DARK: Record<NodeState, { color: string; border: string }> = {
 }
 
 /** A running node that waits without a worker (parked) shows this instead of ▶. */
-export const PARKED_ICON = '⏸'
+export const PARKED_ICON = '◷'
 
 export function lookOf(state: NodeState, theme: Theme): StateLook {
   return theme === 'dark' ? { ...LOOKS[state], ...DARK[state] } : LOOKS[state]

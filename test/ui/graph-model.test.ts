@@ -175,7 +175,7 @@ describe('replay by time', () => {
     const a = m.nodes.get(nodeId(1))!
     const b = m.nodes.get(nodeId(2))!
     expect([a.state, a.worker, hookOf(a), stateText(a)]).toEqual(['running', null, 'pre-create', 'paused at the pre-create hook'])
-    expect(nodeLabel(a)).toBe('⏸ a\npaused at the pre-create hook')
+    expect(nodeLabel(a)).toBe('◷ a\npaused at the pre-create hook')
     expect([hookOf(b), stateText(b)]).toEqual([null, 'parked: waits, no worker'])
     // Woken: running again, with its worker.
     applyEvents(m, [run(1, 3)])
