@@ -13,7 +13,7 @@
  */
 import crypto from 'node:crypto'
 import { stringify } from 'yaml'
-import { defineResourceType, ResourceActionError, type PropertySchema, type ResourceType } from '../../sdk'
+import { defineResourceType, ResourceActionError, type PropertySchema, type PropertyType, type ResourceType } from '../../sdk'
 import { observeStored } from './util'
 
 const IO_TYPES = ['String', 'Number', 'CommaDelimitedList', 'Json', 'Boolean']
@@ -35,14 +35,23 @@ const ioSchema = (output: boolean): PropertySchema => ({
   description: output ? 'Schema of the outputs the config produces.' : 'Schema of the inputs the config expects.',
 })
 
-/** A config holder: state only, immutable, its id a fresh uuid, its `config` attribute made from the properties. */
-function holder(name: string, description: string, properties: Record<string, PropertySchema>, configOf: (props: Record<string, unknown>) => unknown): ResourceType {
+/** SoftwareConfig's and StructuredConfig's properties: `config` (text or a map), with the tool's group, options and the schema of inputs and outputs. */
+const configProperties = (config: PropertySchema): Record<string, PropertySchema> => ({
+  group: GROUP,
+  config,
+  options: { type: 'map', description: 'Options of the configuration tool.' },
+  inputs: ioSchema(false),
+  outputs: ioSchema(true),
+})
+
+/** A config holder: state only, immutable, its id a fresh uuid, its `config` attribute (of `configType`) made from the properties. */
+function holder(name: string, description: string, properties: Record<string, PropertySchema>, configOf: (props: Record<string, unknown>) => unknown, configType: PropertyType = 'string'): ResourceType {
   return defineResourceType({
     name,
     stateOnly: true,
     description,
     properties,
-    attributes: { config: { description: 'The config value.', type: name === 'OS::Heat::StructuredConfig' ? 'map' : 'string' } },
+    attributes: { config: { description: 'The config value.', type: configType } },
     async create(_ctx, props) {
       return { physicalId: crypto.randomUUID(), attributes: { config: configOf(props) } }
     },
@@ -58,27 +67,16 @@ function holder(name: string, description: string, properties: Record<string, Pr
 export const softwareConfigResource = holder(
   'OS::Heat::SoftwareConfig',
   'Holds a configuration script or manifest (and the schema of its inputs and outputs) for something else to apply. Any change makes a new config.',
-  {
-    group: GROUP,
-    config: { type: 'string', description: 'Configuration script or manifest.' },
-    options: { type: 'map', description: 'Options of the configuration tool.' },
-    inputs: ioSchema(false),
-    outputs: ioSchema(true),
-  },
+  configProperties({ type: 'string', description: 'Configuration script or manifest.' }),
   (p) => p.config ?? '',
 )
 
 export const structuredConfigResource = holder(
   'OS::Heat::StructuredConfig',
   'Holds a structured configuration (a map) for something else to apply. Any change makes a new config.',
-  {
-    group: GROUP,
-    config: { type: 'map', description: 'The configuration, as a map.' },
-    options: { type: 'map', description: 'Options of the configuration tool.' },
-    inputs: ioSchema(false),
-    outputs: ioSchema(true),
-  },
+  configProperties({ type: 'map', description: 'The configuration, as a map.' }),
   (p) => p.config ?? {},
+  'map',
 )
 
 export const cloudConfigResource = holder(

@@ -121,6 +121,15 @@ async function parentDir(ws: ProjectWorkspace, parts: string[], create: boolean)
   return dir
 }
 
+/** Remove the parents of `parts` that are empty now, deepest first, up to the project's root. */
+async function removeEmptyParents(ws: ProjectWorkspace, parts: string[]): Promise<void> {
+  // rmdir never follows a link (ENOTDIR) and stops at the first directory still in use (ENOTEMPTY).
+  for (let i = parts.length - 1; i >= 1; i--) {
+    const ok = await fs.rmdir(path.join(ws.root, ...parts.slice(0, i))).then(() => true, () => false)
+    if (!ok) break
+  }
+}
+
 /** What is at `rel` now, without following links: null when nothing is there. */
 export async function entryAt(ws: ProjectWorkspace, rel: string): Promise<'file' | 'other' | null> {
   try {
@@ -222,11 +231,7 @@ export async function removeAt(ws: ProjectWorkspace, rel: string): Promise<'remo
         if (err.code !== 'ENOENT') throw err
       })
     }
-    // rmdir never follows a link (ENOTDIR) and stops at the first directory still in use (ENOTEMPTY).
-    for (let i = parts.length - 1; i >= 1; i--) {
-      const ok = await fs.rmdir(path.join(ws.root, ...parts.slice(0, i))).then(() => true, () => false)
-      if (!ok) break
-    }
+    await removeEmptyParents(ws, parts)
     return removed ? 'removed' : 'absent'
   } catch (err) {
     throw failure(err, rel)
@@ -266,10 +271,7 @@ export async function removeDirAt(ws: ProjectWorkspace, rel: string): Promise<vo
     if (!st) return
     if (!st.isDirectory()) throw new WorkspaceError(`${rel} is not a directory`)
     await fs.rm(target, { recursive: true, force: true })
-    for (let i = parts.length - 1; i >= 1; i--) {
-      const ok = await fs.rmdir(path.join(ws.root, ...parts.slice(0, i))).then(() => true, () => false)
-      if (!ok) break
-    }
+    await removeEmptyParents(ws, parts)
   } catch (err) {
     throw failure(err, rel)
   }
