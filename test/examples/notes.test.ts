@@ -5,7 +5,7 @@
  * signals a wait condition through the handle's own endpoint and token. A
  * note edited by hand is drift; the stack's delete removes the note.
  */
-import { execFile, spawn, type ChildProcess } from 'node:child_process'
+import { execFile, type ChildProcess } from 'node:child_process'
 import fs from 'node:fs'
 import { createServer, type AddressInfo } from 'node:net'
 import os from 'node:os'
@@ -15,6 +15,7 @@ import { childEnv } from '../../lib/env'
 import { startApiServer, type ApiServer } from '../helpers/api-server'
 import { TestCluster } from '../helpers/cluster'
 import { testDatabase, type TestDatabase } from '../helpers/db'
+import { startNotesProvider } from '../helpers/notes-provider'
 
 const SECRET = 'notes-example-secret-0123456789'
 let db: TestDatabase
@@ -43,14 +44,7 @@ async function freePort(): Promise<number> {
 
 beforeAll(async () => {
   notesDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kiln-notes-'))
-  provider = spawn(process.execPath, ['examples/notes/provider.mjs'], { env: childEnv({ NOTES_PORT: '0', NOTES_DIR: notesDir, NOTES_SECRET: SECRET }), stdio: ['ignore', 'pipe', 'inherit'] })
-  providerUrl = await new Promise<string>((resolve, reject) => {
-    provider.stdout!.on('data', (d: Buffer) => {
-      const m = /on (http:\/\/127\.0\.0\.1:\d+)/.exec(d.toString())
-      if (m) resolve(m[1]!)
-    })
-    provider.on('exit', (code) => reject(new Error(`the Notes provider exited (${code})`)))
-  })
+  ;({ url: providerUrl, proc: provider } = await startNotesProvider(notesDir, SECRET))
   // The wait condition handle's endpoint is Kiln's public URL: the API server listens where the workers say it is.
   const port = await freePort()
   db = await testDatabase()

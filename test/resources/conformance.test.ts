@@ -4,17 +4,16 @@
  * target server the suite runs; on the example Notes provider, a process of
  * its own; and on a provider that breaks a rule, which the kit must catch.
  */
-import { spawn, type ChildProcess } from 'node:child_process'
 import crypto from 'node:crypto'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest'
 import { checkProvider } from '../../lib/cli/types-test'
-import { childEnv } from '../../lib/env'
 import { checkType, type CheckResult } from '../../lib/resources/conformance'
 import { builtinTypes } from '../../lib/resources/registry'
 import type { ResourceContext } from '../../lib/resources/types'
+import { startNotesProvider } from '../helpers/notes-provider'
 import { outsideRecords, resourceContext, type OutsideRecords } from '../helpers/resource-context'
 import { PROVIDER_SECRET, startTestProvider } from '../helpers/test-provider'
 
@@ -70,9 +69,8 @@ describe('the conformance kit', () => {
   }, 120_000)
 
   test('the example Notes provider passes, through kiln-types-test', async () => {
-    const notes: ChildProcess = spawn(process.execPath, ['examples/notes/provider.mjs'], { env: childEnv({ NOTES_PORT: '0', NOTES_DIR: dir, NOTES_SECRET: PROVIDER_SECRET }), stdio: ['ignore', 'pipe', 'inherit'] })
+    const { url, proc: notes } = await startNotesProvider(dir, PROVIDER_SECRET)
     try {
-      const url = await new Promise<string>((resolve) => notes.stdout!.on('data', (d: Buffer) => /on (http:\S+),/.test(d.toString()) && resolve(/on (http:\S+),/.exec(d.toString())![1]!)))
       const results = await checkProvider(url, PROVIDER_SECRET)
       expect(failures(results)).toEqual([])
       expect(results.filter((r) => r.outcome === 'pass').map((r) => r.check)).toEqual(['idempotent create', 'observe agrees with create', 'adopt agrees with observe', 'abort is honoured', 'delete of what is gone succeeds'])

@@ -10,6 +10,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { alive, pidsIn } from '../helpers/processes'
 import { useKilnEnv } from '../helpers/stack-env'
 
 const { cluster: c, api } = useKilnEnv({ cluster: { workers: 1, leaseMs: 1500, env: { KILN_EXEC_COMMANDS: '/bin/sh' } } })
@@ -21,15 +22,6 @@ beforeAll(() => {
 afterAll(() => fs.rmSync(gates, { recursive: true, force: true }))
 
 const sh = (script: string) => ['/bin/sh', '-c', script]
-const pidsIn = (file: string) => (fs.existsSync(file) ? fs.readFileSync(file, 'utf8').split('\n').filter(Boolean).map(Number) : [])
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return !/^\d+ \(.*\) Z/.test(fs.readFileSync(`/proc/${pid}/stat`, 'utf8'))
-  } catch {
-    return false
-  }
-}
 const waitUntil = (what: string, cond: () => boolean) => c.waitFor(async () => cond(), 30_000, what, 50)
 
 /** A create that, until `<gate>/open` exists, records its pid and blocks; once it does, prints {"ok": true}. */

@@ -15,6 +15,7 @@ import { builtinTypes, createRegistry, typeCatalog } from '../../lib/resources/r
 import type { ResourceContext, ResourceType } from '../../lib/resources/types'
 import { silentLogger } from '../../lib/logger'
 import { outsideRun } from '../../lib/resources/outside-run'
+import { alive, pidsIn } from '../helpers/processes'
 import { PROJECT_A, STACK_1 } from '../helpers/resource-context'
 
 const SH = '/bin/sh'
@@ -47,22 +48,6 @@ function context(signal = new AbortController().signal, resourceUuid = '00000000
 const sh = (script: string) => [SH, '-c', script]
 const props = (over: Record<string, unknown>) => ({ input: {}, environment: {}, timeout: 30, ...over })
 
-/** Alive and not a zombie (a killed process may wait to be reaped by whoever adopted it). */
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-  } catch {
-    return false
-  }
-  let stat: string
-  try {
-    stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8')
-  } catch {
-    return false
-  }
-  return !/^\d+ \(.*\) Z/.test(stat)
-}
-
 /** Wait for `cond`, checking every 20 ms for at most 20 s: what the test waits for is an effect it caused. */
 async function until(what: string, cond: () => boolean): Promise<void> {
   const deadline = Date.now() + 20_000
@@ -71,8 +56,6 @@ async function until(what: string, cond: () => boolean): Promise<void> {
     await new Promise((r) => setTimeout(r, 20))
   }
 }
-
-const pidsIn = (file: string) => (fs.existsSync(file) ? fs.readFileSync(file, 'utf8').split('\n').filter(Boolean).map(Number) : [])
 
 describe('Kiln::Exec', () => {
   test('create gets the input as JSON on stdin in its own working directory and a clean environment; stdout is the result', async () => {
